@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// Requirement traits: one trait per member of each policy contract, so
+/// that a policy missing a member is reported by a static_assert naming that
+/// member, and `is_model`, `is_loss`, … combining them. The contracts are
+/// written out in DESIGN.md §3 and at each trait below.
+
+#include <gradsum/core/kokkos_compat.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace gradsum {
+namespace detail {
+
+template <class T>
+using host_view = Kokkos::View<T*, Kokkos::HostSpace>;
+
+// Model members.
+template <class M, class = void>
+struct has_num_features : std::false_type {};
+template <class M>
+struct has_num_features<M, std::void_t<decltype(int(std::declval<const M&>().num_features()))>>
+    : std::true_type {};
+template <class M, class = void>
+struct has_num_outputs : std::false_type {};
+template <class M>
+struct has_num_outputs<M, std::void_t<decltype(int(std::declval<const M&>().num_outputs()))>>
+    : std::true_type {};
+template <class M, class = void>
+struct has_num_parameters : std::false_type {};
+template <class M>
+struct has_num_parameters<M, std::void_t<decltype(int(std::declval<const M&>().num_parameters()))>>
+    : std::true_type {};
+template <class M, class = void>
+struct has_is_regularized : std::false_type {};
+template <class M>
+struct has_is_regularized<M, std::void_t<decltype(bool(std::declval<const M&>().is_regularized(0)))>>
+    : std::true_type {};
+template <class M, class S, class = void>
+struct has_forward : std::false_type {};
+template <class M, class S>
+struct has_forward<M, S, std::void_t<decltype(std::declval<const M&>().forward(
+                             std::declval<const S*>(), std::declval<const S*>(),
+                             std::declval<S*>()))>> : std::true_type {};
+template <class M, class S, class = void>
+struct has_backward : std::false_type {};
+template <class M, class S>
+struct has_backward<M, S, std::void_t<decltype(std::declval<const M&>().backward(
+                              std::declval<const S*>(), std::declval<const S*>(),
+                              std::declval<const S*>(), std::declval<S*>()))>>
+    : std::true_type {};
+template <class P, class = void>
+struct has_name : std::false_type {};
+template <class P>
+struct has_name<P, std::void_t<decltype(std::declval<const P&>().name())>>
+    : std::true_type {};
+
+// Loss members.
+template <class L, class S, class = void>
+struct has_value : std::false_type {};
+template <class L, class S>
+struct has_value<L, S, std::void_t<decltype(S(std::declval<const L&>().value(
+                           std::declval<const S*>(), 1, std::declval<S>())))>>
+    : std::true_type {};
+template <class L, class S, class = void>
+struct has_derivative : std::false_type {};
+template <class L, class S>
+struct has_derivative<L, S, std::void_t<decltype(std::declval<const L&>().derivative(
+                                std::declval<const S*>(), 1, std::declval<S>(),
+                                std::declval<S*>()))>> : std::true_type {};
+template <class L, class S, class = void>
+struct has_is_valid_target : std::false_type {};
+template <class L, class S>
+struct has_is_valid_target<L, S, std::void_t<decltype(bool(
+                                     std::declval<const L&>().is_valid_target(
+                                         std::declval<S>(), 1)))>>
+    : std::true_type {};
+template <class L, class = void>
+struct has_supports_outputs : std::false_type {};
+template <class L>
+struct has_supports_outputs<L, std::void_t<decltype(bool(std::declval<const L&>().supports_outputs(1)))>>
+    : std::true_type {};
+template <class L, class S, class = void>
+struct has_predict_class : std::false_type {};
+template <class L, class S>
+struct has_predict_class<L, S, std::void_t<decltype(int(std::declval<const L&>().predict_class(
+                                   std::declval<const S*>(), 1)))>>
+    : std::true_type {};
+
+// Members shared by gradient, optimizer policies.
+template <class P, class = void>
+struct has_validate : std::false_type {};
+template <class P>
+struct has_validate<P, std::void_t<decltype(std::declval<const P&>().validate())>>
+    : std::true_type {};
+
+// Gradient policy.
+template <class G, class = void>
+struct has_workspace_size : std::false_type {};
+template <class G>
+struct has_workspace_size<G, std::void_t<decltype(std::size_t(std::declval<const G&>().workspace_size(1)))>>
+    : std::true_type {};
+
+// Optimizer policy.
+template <class O, class S, class = void>
+struct has_allocate : std::false_type {};
+template <class O, class S>
+struct has_allocate<O, S, std::void_t<decltype(std::declval<O&>().template allocate<S, Kokkos::HostSpace>(1))>>
+    : std::true_type {};
+template <class O, class S, class = void>
+struct has_update : std::false_type {};
+template <class O, class S>
+struct has_update<O, S, std::void_t<decltype(std::declval<O&>().update(
+                            std::declval<const Kokkos::DefaultHostExecutionSpace&>(),
+                            std::declval<const host_view<S>&>(),
+                            std::declval<const host_view<S>&>()))>>
+    : std::true_type {};
+
+// Reduction policy.
+template <class S>
+struct NullBody {
+  KOKKOS_FUNCTION void operator()(std::int64_t, S*) const {}
+};
+template <class R, class S, class = void>
+struct has_reduce : std::false_type {};
+template <class R, class S>
+struct has_reduce<R, S, std::void_t<decltype(std::declval<const R&>().reduce(
+                            std::declval<const Kokkos::DefaultHostExecutionSpace&>(),
+                            std::declval<const std::string&>(), std::int64_t(0), 1,
+                            std::declval<const NullBody<S>&>(),
+                            std::declval<const host_view<S>&>()))>>
+    : std::true_type {};
+
+// Aggregation policy.
+template <class A, class S, class = void>
+struct has_aggregate : std::false_type {};
+template <class A, class S>
+struct has_aggregate<A, S, std::void_t<decltype(std::declval<A&>().aggregate(
+                               std::declval<const Kokkos::DefaultHostExecutionSpace&>(),
+                               std::declval<const host_view<S>&>()))>>
+    : std::true_type {};
+template <class A, class = void>
+struct has_min_over_workers : std::false_type {};
+template <class A>
+struct has_min_over_workers<A, std::void_t<decltype(std::int64_t(std::declval<const A&>().min_over_workers(std::int64_t(0))))>>
+    : std::true_type {};
+
+}  // namespace detail
+
+/// Whether M meets the Model contract for data of type S: num_features(),
+/// num_outputs(), num_parameters(), is_regularized(j), name(),
+/// forward(theta, x, z) and backward(theta, x, dz, g) on S pointers.
+template <class M, class S = double>
+struct is_model
+    : std::conjunction<detail::has_num_features<M>, detail::has_num_outputs<M>,
+                       detail::has_num_parameters<M>,
+                       detail::has_is_regularized<M>, detail::has_name<M>,
+                       detail::has_forward<M, S>, detail::has_backward<M, S>> {};
+template <class M, class S = double>
+inline constexpr bool is_model_v = is_model<M, S>::value;
+
+/// Whether L meets the Loss contract: name(), supports_outputs(k),
+/// is_valid_target(y, k), value(z, k, y), derivative(z, k, y, dz).
+template <class L, class S = double>
+struct is_loss
+    : std::conjunction<detail::has_name<L>, detail::has_supports_outputs<L>,
+                       detail::has_is_valid_target<L, S>,
+                       detail::has_value<L, S>, detail::has_derivative<L, S>> {};
+template <class L, class S = double>
+inline constexpr bool is_loss_v = is_loss<L, S>::value;
+
+/// Whether a loss also names a predicted class (for accuracy).
+template <class L, class S = double>
+inline constexpr bool is_classifier_loss_v =
+    detail::has_predict_class<L, S>::value;
+
+/// Whether G meets the Gradient contract: name(), validate(),
+/// workspace_size(P) and sum(...) (the last is checked where it is called).
+template <class G>
+struct is_gradient
+    : std::conjunction<detail::has_name<G>, detail::has_validate<G>,
+                       detail::has_workspace_size<G>> {};
+template <class G>
+inline constexpr bool is_gradient_v = is_gradient<G>::value;
+
+/// Whether R meets the Reduction contract: name() and
+/// reduce(space, label, n, width, body, out).
+template <class R, class S = double>
+struct is_reduction
+    : std::conjunction<detail::has_name<R>, detail::has_reduce<R, S>> {};
+template <class R, class S = double>
+inline constexpr bool is_reduction_v = is_reduction<R, S>::value;
+
+/// Whether A meets the Aggregation contract: name(), aggregate(space,
+/// buffer) and min_over_workers(v).
+template <class A, class S = double>
+struct is_aggregation
+    : std::conjunction<detail::has_name<A>, detail::has_aggregate<A, S>,
+                       detail::has_min_over_workers<A>> {};
+template <class A, class S = double>
+inline constexpr bool is_aggregation_v = is_aggregation<A, S>::value;
+
+/// Whether O meets the Optimizer contract: name(), validate(),
+/// allocate<S, MemorySpace>(P) and update(space, theta, g).
+template <class O, class S = double>
+struct is_optimizer
+    : std::conjunction<detail::has_name<O>, detail::has_validate<O>,
+                       detail::has_allocate<O, S>, detail::has_update<O, S>> {};
+template <class O, class S = double>
+inline constexpr bool is_optimizer_v = is_optimizer<O, S>::value;
+
+}  // namespace gradsum

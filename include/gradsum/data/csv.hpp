@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// @file
+/// Reading numeric tables (features plus one target column) from delimited
+/// text files on the host.
+
+#include <gradsum/core/error.hpp>
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstddef>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <istream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace gradsum {
+
+/// Whether the first non-blank line of a table is a header row.
+enum class Header {
+  /// The first non-blank line is a header iff one of its fields is empty or
+  /// not a number (a field that parses to NaN or infinity counts as a
+  /// number, so it is read as data and rejected as non-finite).
+  automatic,
+  /// The first non-blank line is a header, whatever it holds.
+  present,
+  /// There is no header: the first non-blank line is data.
+  absent
+};
+
+/// How `read_csv` and `parse_csv` split and interpret a file.
+struct CsvOptions {
+  /// Whether the first non-blank line is a header row.
+  Header header = Header::automatic;
+  /// The field separator. `' '` means that any run of spaces and tabs
+  /// separates fields and leading or trailing whitespace is ignored. Line
+  /// breaks and characters that can occur in a number (digits, `.`, `+`,
+  /// `-`, `e`, `E`) are rejected.
+  char delimiter = ',';
+  /// Index (0-based) of the column that holds the target; -1 is the last
+  /// column. Other negative values are an error.
+  int target_column = -1;
+};
+
+/// A numeric table read from a file: `num_rows` rows of `num_features`
+/// features plus one target each.
+struct Table {
+  /// Number of data rows.
+  std::size_t num_rows = 0;
+  /// Number of feature columns (all columns but the target).
+  std::size_t num_features = 0;
+  /// Feature values, row-major, `num_rows * num_features` of them.
+  std::vector<double> features;
+  /// Target values, one per row.
+  std::vector<double> targets;
+  /// The trimmed fields of the header row if the file had one, else empty.
+  /// It may have a different number of fields than the data rows (the CSVs
+  /// shipped with scikit-learn start with a line such as
+  /// `569,30,malignant,benign`).
+  std::vector<std::string> header;
+  /// Where the table came from: the file name, or the name given to
+  /// `parse_csv`.
+  std::string source;
+
+  /// Feature `j` of row `i`. Throws gradsum::Error if `i >= num_rows` or
+  /// `j >= num_features`.
+  double feature(std::size_t i, std::size_t j) const;
+};
+
+/// Parses a delimited numeric table from `in`; `source_name` prefixes every
+/// error message (use `"<string>"` for in-memory text).
+///
+/// Format: one row per line; `\n` or `\r\n` line endings; lines holding only
+/// spaces and tabs are skipped; a UTF-8 byte order mark at the start is
+/// ignored; fields are trimmed of surrounding spaces and tabs; there is no
+/// quoting. Every field of a data row must be a finite number that
+/// `std::strtod` consumes completely (so parsing follows the C locale's
+/// decimal point, as `strtod` does). The first data row fixes the number of
+/// columns, which must be at least 2 (one or more features and the target).
+///
+/// Errors throw gradsum::Error with a message that starts with
+/// `source:line:column: ` (1-based; the column is the field number) for a
+/// bad field, `source:line: ` for a problem of a whole row or `source: `
+/// for the file as a whole. A row with the wrong number of fields is
+/// reported at column 1. The work is linear in the size of the input.
+Table parse_csv(std::istream& in, const std::string& source_name,
+                const CsvOptions& options = {});
+
+/// Opens the file at `path` and parses it as `parse_csv` does, with `path`
+/// as the source name. Throws gradsum::Error naming the path and the system's
+/// reason if the file cannot be opened or read.
+Table read_csv(const std::string& path, const CsvOptions& options = {});
+
+namespace detail {
+
+/// What `parse_csv_number` found in a field.
+enum class CsvNumber { ok, empty, not_numeric, non_finite, out_of_range };
+
+/// Characters that may surround a field or, with delimiter `' '`, separate
+/// fields.
+inline bool csv_is_blank(char c) { return c == ' ' || c == '\t'; }
+
+inline std::string_view csv_trim(std::string_view s) {
+  std::size_t b = 0;
+  std::size_t e = s.size();
+  while (b < e && csv_is_blank(s[b])) ++b;
+  while (e > b && csv_is_blank(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+
+/// Splits `line` into trimmed fields (views into `line`), reusing `fields`.
+inline void csv_split(std::string_view line, char delimiter,
+                      std::vector<std::string_view>& fields) {
+  fields.clear();
+  if (delimiter == ' ') {
+    std::size_t i = 0;
+    while (i < line.size()) {
+      while (i < line.size() && csv_is_blank(line[i])) ++i;
+      if (i == line.size()) break;
+      const std::size_t start = i;
+      while (i < line.size() && !csv_is_blank(line[i])) ++i;
+      fields.push_back(line.substr(start, i - start));
+    }
+    return;
+  }
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = line.find(delimiter, start);
+    if (end == std::string_view::npos) {
+      fields.push_back(csv_trim(line.substr(start)));
+      return;
+    }
+    fields.push_back(csv_trim(line.substr(start, end - start)));
+    start = end + 1;
+  }
+}
+
+/// Parses a whole trimmed field with std::strtod. `buffer` is scratch
+/// space, reused so that parsing does not allocate per field.
+inline CsvNumber parse_csv_number(std::string_view field, std::string& buffer,
+                                  double& value) {
+  if (field.empty()) return CsvNumber::empty;
+  // strtod would skip leading whitespace of other kinds (\v, \f, \n).
+  if (std::isspace(static_cast<unsigned char>(field.front())))
+    return CsvNumber::not_numeric;
+  buffer.assign(field.data(), field.size());
+  const char* begin = buffer.c_str();
+  char* end = nullptr;
+  errno = 0;
+  value = std::strtod(begin, &end);
+  const int err = errno;
+  // An embedded NUL byte also stops strtod short of the end.
+  if (end != begin + buffer.size()) return CsvNumber::not_numeric;
+  if (!std::isfinite(value))
+    return err == ERANGE ? CsvNumber::out_of_range : CsvNumber::non_finite;
+  return CsvNumber::ok;
+}
+
+/// A field as shown in an error message: at most 40 bytes, with bytes
+/// that are not printable ASCII written as `\xNN`.
+inline std::string csv_quote(std::string_view field) {
+  constexpr std::size_t max_shown = 40;
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  const std::size_t n = field.size() < max_shown ? field.size() : max_shown;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(field[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    }
+  }
+  if (field.size() > max_shown) out += "...";
+  return "'" + out + "'";
+}
+
+inline std::string csv_show_char(char c) {
+  return csv_quote(std::string_view(&c, 1));
+}
+
+inline void csv_check_options(const std::string& source,
+                              const CsvOptions& options) {
+  if (options.target_column < -1)
+    fail(source, ": target_column ", options.target_column,
+         " is invalid (expected -1 for the last column, or a column index "
+         ">= 0)");
+  const char d = options.delimiter;
+  if (d == '\n' || d == '\r' || d == '.' || d == '+' || d == '-' ||
+      d == 'e' || d == 'E' || (d >= '0' && d <= '9'))
+    fail(source, ": delimiter ", csv_show_char(d),
+         " is invalid (expected a character that is neither a line break "
+         "nor part of a number, or ' ' for runs of whitespace)");
+}
+
+/// Throws the error for a field whose parse status is not `ok`.
+[[noreturn]] inline void csv_field_error(const std::string& source,
+                                         std::size_t line, std::size_t column,
+                                         std::string_view field,
+                                         CsvNumber status) {
+  const std::string where = concat(source, ':', line, ':', column, ": ");
+  switch (status) {
+    case CsvNumber::empty:
+      fail(where, "empty field (expected a number)");
+    case CsvNumber::non_finite:
+      fail(where, "non-finite value ", csv_quote(field),
+           " (the data must be finite)");
+    case CsvNumber::out_of_range:
+      fail(where, "value ", csv_quote(field),
+           " is out of range for a double (the data must be finite)");
+    default:
+      fail(where, "non-numeric field ", csv_quote(field),
+           " (expected a number)");
+  }
+}
+
+}  // namespace detail
+
+inline double Table::feature(std::size_t i, std::size_t j) const {
+  if (i >= num_rows || j >= num_features)
+    detail::fail("gradsum::Table::feature: index (", i, ", ", j,
+                 ") is out of range for a table of ", num_rows, " rows and ",
+                 num_features, " features");
+  return features[i * num_features + j];
+}
+
+inline Table parse_csv(std::istream& in, const std::string& source_name,
+                       const CsvOptions& options) {
+  detail::csv_check_options(source_name, options);
+
+  Table table;
+  table.source = source_name;
+
+  std::string line;
+  std::string buffer;
+  std::vector<std::string_view> fields;
+  std::size_t line_number = 0;
+  bool seen_first = false;       // the first non-blank line was handled
+  std::size_t num_columns = 0;   // fixed by the first data row
+  std::size_t first_data_line = 0;
+  std::size_t target = 0;
+
+  while (std::getline(in, line)) {
+    ++line_number;
+    std::string_view view(line);
+    if (line_number == 1 && view.substr(0, 3) == "\xEF\xBB\xBF")
+      view.remove_prefix(3);
+    if (!view.empty() && view.back() == '\r') view.remove_suffix(1);
+    if (detail::csv_trim(view).empty()) continue;
+
+    detail::csv_split(view, options.delimiter, fields);
+
+    if (!seen_first) {
+      seen_first = true;
+      bool is_header = options.header == Header::present;
+      if (options.header == Header::automatic) {
+        double value = 0.0;
+        for (const std::string_view f : fields) {
+          const auto status = detail::parse_csv_number(f, buffer, value);
+          if (status == detail::CsvNumber::empty ||
+              status == detail::CsvNumber::not_numeric) {
+            is_header = true;
+            break;
+          }
+        }
+      }
+      if (is_header) {
+        table.header.assign(fields.begin(), fields.end());
+        continue;
+      }
+    }
+
+    if (num_columns == 0) {
+      num_columns = fields.size();
+      first_data_line = line_number;
+      if (num_columns < 2)
+        detail::fail(source_name, ':', line_number, ": row has ", num_columns,
+                     " field, but at least 2 columns are needed (one or "
+                     "more features and the target)");
+      if (options.target_column >= 0 &&
+          static_cast<std::size_t>(options.target_column) >= num_columns)
+        detail::fail(source_name, ':', line_number, ": target column ",
+                     options.target_column, " is out of range for ",
+                     num_columns, " columns");
+      target = options.target_column < 0
+                   ? num_columns - 1
+                   : static_cast<std::size_t>(options.target_column);
+      table.num_features = num_columns - 1;
+    } else if (fields.size() != num_columns) {
+      detail::fail(source_name, ':', line_number, ":1: row has ",
+                   fields.size(), fields.size() == 1 ? " field" : " fields",
+                   ", expected ", num_columns, " (as on line ",
+                   first_data_line, ")");
+    }
+
+    for (std::size_t c = 0; c < num_columns; ++c) {
+      double value = 0.0;
+      const auto status = detail::parse_csv_number(fields[c], buffer, value);
+      if (status != detail::CsvNumber::ok)
+        detail::csv_field_error(source_name, line_number, c + 1, fields[c],
+                                status);
+      if (c == target)
+        table.targets.push_back(value);
+      else
+        table.features.push_back(value);
+    }
+    ++table.num_rows;
+  }
+
+  if (in.bad())
+    detail::fail(source_name, ": read error after line ", line_number);
+  if (table.num_rows == 0) detail::fail(source_name, ": no data rows");
+  return table;
+}
+
+inline Table read_csv(const std::string& path, const CsvOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    detail::fail(path, ": cannot open for reading: ",
+                 std::generic_category().message(EISDIR));
+  errno = 0;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    const int err = errno;
+    detail::fail(path, ": cannot open for reading: ",
+                 err != 0 ? std::generic_category().message(err)
+                          : std::string("unknown reason"));
+  }
+  return parse_csv(file, path, options);
+}
+
+}  // namespace gradsum

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/limits.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gradsum {
+namespace detail {
+
+/// One sample's contribution: forward, loss and its derivative, backward;
+/// a single pass over the sample's features (they stay in cache between
+/// forward and backward).
+template <class Model, class Loss, class Scalar, class X, class Y, class Rows>
+struct AnalyticBody {
+  Model model;
+  Loss loss;
+  const Scalar* theta;
+  X x;
+  Y y;
+  Rows rows;
+  int num_parameters;
+
+  KOKKOS_FUNCTION void operator()(std::int64_t i, Scalar* acc) const {
+    const std::int64_t r = rows(i);
+    const Scalar* xi = &x(r, 0);
+    const Scalar yi = y(r);
+    const int k = model.num_outputs();
+    constexpr int capacity = output_capacity<Model>::value;
+    Scalar z[capacity] = {};
+    Scalar dz[capacity] = {};
+    model.forward(theta, xi, z);
+    acc[num_parameters] += loss.value(z, k, yi);
+    loss.derivative(z, k, yi, dz);
+    model.backward(theta, xi, dz, acc);
+  }
+};
+
+}  // namespace detail
+
+/// The exact gradient from the model's backward pass (backpropagation).
+///
+/// For each selected sample: z = forward(theta, x), dz = dl/dz(z, y),
+/// g += dz . dz/dtheta. Cost: one pass over the selected rows.
+struct Analytic {
+  /// Short name used in messages and command lines.
+  static const char* name() { return "analytic"; }
+  /// Analytic needs no workspace.
+  static std::size_t workspace_size(int /*num_parameters*/) { return 0; }
+  /// No run-time knobs to check.
+  static void validate() {}
+
+  /// Writes the summed gradient into out(0 … P) and the summed loss into
+  /// out(P), over the selected rows. Asynchronous.
+  template <class ExecutionSpace, class Model, class Loss, class Reduction,
+            class Theta, class Data, class Rows, class Out, class Work>
+  void sum(const ExecutionSpace& space, const Model& model, const Loss& loss,
+           const Reduction& reduction, const Theta& theta, const Data& data,
+           const Rows& rows, const Out& out, const Work& /*work*/) const {
+    using Scalar = typename Data::scalar_type;
+    using Body = detail::AnalyticBody<
+        Model, Loss, Scalar, typename Data::features_view,
+        typename Data::targets_view, Rows>;
+    const int P = model.num_parameters();
+    reduction.reduce(space, "gradsum::gradient::analytic", rows.size(), P + 1,
+                     Body{model, loss, theta.data(), data.features(),
+                          data.targets(), rows, P},
+                     out);
+  }
+};
+
+}  // namespace gradsum

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// Umbrella header: everything gradsum offers (the MPI parts only when the
+/// library was configured with GRADSUM_ENABLE_MPI).
+
+#include <gradsum/config.hpp>
+
+#include <gradsum/core/error.hpp>
+#include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/limits.hpp>
+#include <gradsum/core/requirements.hpp>
+#include <gradsum/core/spaces.hpp>
+
+#include <gradsum/data/csv.hpp>
+#include <gradsum/data/dataset.hpp>
+#include <gradsum/data/partition.hpp>
+#include <gradsum/data/rows.hpp>
+#include <gradsum/data/sampler.hpp>
+#include <gradsum/data/scaling.hpp>
+
+#include <gradsum/model/linear.hpp>
+#include <gradsum/model/softmax.hpp>
+
+#include <gradsum/loss/binary_cross_entropy.hpp>
+#include <gradsum/loss/softmax_cross_entropy.hpp>
+#include <gradsum/loss/squared_error.hpp>
+
+#include <gradsum/gradient/analytic.hpp>
+#include <gradsum/gradient/central_difference.hpp>
+#include <gradsum/gradient/gradient_check.hpp>
+
+#include <gradsum/reduction/sum.hpp>
+
+#include <gradsum/aggregation/local.hpp>
+
+#include <gradsum/optimizer/sgd.hpp>
+
+#include <gradsum/train/metrics.hpp>
+#include <gradsum/train/step.hpp>

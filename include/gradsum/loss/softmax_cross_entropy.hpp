@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gradsum/core/kokkos_compat.hpp>
+
+namespace gradsum {
+
+/// Softmax cross-entropy on C logits z with an integer class y in [0, C):
+///
+///     l(z, y) = log sum_c e^{z_c} - z_y,     dl/dz_c = softmax(z)_c - [c = y],
+///
+/// the negative log-likelihood of multinomial logistic regression (Bishop,
+/// Pattern Recognition and Machine Learning, sec. 4.3.4). The log-sum-exp
+/// subtracts max_c z_c first, so no exponential overflows.
+struct SoftmaxCrossEntropy {
+  /// Short name used in messages and command lines.
+  static const char* name() { return "softmax_cross_entropy"; }
+
+  /// At least two classes.
+  static bool supports_outputs(int num_outputs) { return num_outputs >= 2; }
+
+  /// y must be an integer class index in [0, C).
+  template <class Scalar>
+  KOKKOS_FUNCTION static bool is_valid_target(Scalar y, int num_outputs) {
+    return y >= Scalar(0) && y < Scalar(num_outputs) &&
+           Scalar(static_cast<int>(y)) == y;
+  }
+
+  template <class Scalar>
+  KOKKOS_FUNCTION static Scalar max_logit(const Scalar* z, int num_outputs) {
+    Scalar m = z[0];
+    for (int c = 1; c < num_outputs; ++c) m = z[c] > m ? z[c] : m;
+    return m;
+  }
+
+  /// log sum_c e^{z_c} - z_y.
+  template <class Scalar>
+  KOKKOS_FUNCTION static Scalar value(const Scalar* z, int num_outputs,
+                                      Scalar y) {
+    const Scalar m = max_logit(z, num_outputs);
+    Scalar s = 0;
+    for (int c = 0; c < num_outputs; ++c) s += math::exp(z[c] - m);
+    return m + math::log(s) - z[static_cast<int>(y)];
+  }
+
+  /// Writes softmax(z) - onehot(y) into `dz[0..C)`.
+  template <class Scalar>
+  KOKKOS_FUNCTION static void derivative(const Scalar* z, int num_outputs,
+                                         Scalar y, Scalar* dz) {
+    const Scalar m = max_logit(z, num_outputs);
+    Scalar s = 0;
+    for (int c = 0; c < num_outputs; ++c) {
+      dz[c] = math::exp(z[c] - m);
+      s += dz[c];
+    }
+    const Scalar inv = Scalar(1) / s;
+    for (int c = 0; c < num_outputs; ++c) dz[c] *= inv;
+    dz[static_cast<int>(y)] -= Scalar(1);
+  }
+
+  /// The predicted class: the index of the largest logit (first on ties).
+  template <class Scalar>
+  KOKKOS_FUNCTION static int predict_class(const Scalar* z, int num_outputs) {
+    int best = 0;
+    for (int c = 1; c < num_outputs; ++c)
+      if (z[c] > z[best]) best = c;
+    return best;
+  }
+};
+
+}  // namespace gradsum

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gradsum/core/kokkos_compat.hpp>
+
+namespace gradsum {
+
+/// Squared error for regression: l(z, y) = (z - y)^2 / 2, dl/dz = z - y.
+///
+/// Needs a model with one output; any finite target is valid. With a mean
+/// objective this is half the mean squared error, whose minimiser is the
+/// least-squares solution (normal equations X^T X w = X^T y).
+struct SquaredError {
+  /// Short name used in messages and command lines.
+  static const char* name() { return "squared_error"; }
+
+  /// Whether a model with `num_outputs` outputs can feed this loss.
+  static bool supports_outputs(int num_outputs) { return num_outputs == 1; }
+
+  /// Whether `y` is a valid target for a model with `num_outputs` outputs.
+  template <class Scalar>
+  KOKKOS_FUNCTION static bool is_valid_target(Scalar y, int /*num_outputs*/) {
+    return math::isfinite(y);
+  }
+
+  /// The loss of one sample with model output `z[0]` and target `y`.
+  template <class Scalar>
+  KOKKOS_FUNCTION static Scalar value(const Scalar* z, int /*num_outputs*/,
+                                      Scalar y) {
+    const Scalar r = z[0] - y;
+    return r * r / 2;
+  }
+
+  /// Writes dl/dz into `dz[0]`.
+  template <class Scalar>
+  KOKKOS_FUNCTION static void derivative(const Scalar* z, int /*num_outputs*/,
+                                         Scalar y, Scalar* dz) {
+    dz[0] = z[0] - y;
+  }
+};
+
+}  // namespace gradsum

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gradsum/core/error.hpp>
+#include <gradsum/core/kokkos_compat.hpp>
+
+#include <string>
+
+namespace gradsum {
+
+/// Linear model with one output: z = w . x + b.
+///
+/// With SquaredError it is linear regression, with BinaryCrossEntropy
+/// logistic regression (z is the logit). Parameters are laid out as
+/// [w_0 … w_{d-1}, b]; the bias is not regularised.
+class Linear {
+ public:
+  /// A model for `num_features` >= 1 input features.
+  explicit Linear(int num_features) : d_(num_features) {
+    if (num_features < 1)
+      detail::fail("gradsum::Linear: num_features must be at least 1, got ",
+                   num_features);
+  }
+
+  /// Per-sample output arrays need room for one value only.
+  static constexpr int output_capacity = 1;
+
+  /// Short name used in messages.
+  static const char* name() { return "linear"; }
+  /// Input width d.
+  KOKKOS_FUNCTION int num_features() const { return d_; }
+  /// One output.
+  KOKKOS_FUNCTION int num_outputs() const { return 1; }
+  /// d weights and one bias.
+  KOKKOS_FUNCTION int num_parameters() const { return d_ + 1; }
+  /// Everything but the bias takes the L2 penalty.
+  KOKKOS_FUNCTION bool is_regularized(int j) const { return j < d_; }
+
+  /// z[0] = w . x + b for one sample x[0..d).
+  template <class Scalar>
+  KOKKOS_FUNCTION void forward(const Scalar* theta, const Scalar* x,
+                               Scalar* z) const {
+    Scalar s = theta[d_];
+    for (int j = 0; j < d_; ++j) s += theta[j] * x[j];
+    z[0] = s;
+  }
+
+  /// g += dz[0] * (x, 1): the gradient of dz . z with respect to (w, b).
+  template <class Scalar>
+  KOKKOS_FUNCTION void backward(const Scalar* /*theta*/, const Scalar* x,
+                                const Scalar* dz, Scalar* g) const {
+    const Scalar r = dz[0];
+    for (int j = 0; j < d_; ++j) g[j] += r * x[j];
+    g[d_] += r;
+  }
+
+ private:
+  int d_;
+};
+
+}  // namespace gradsum

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gradsum/core/error.hpp>
+#include <gradsum/core/kokkos_compat.hpp>
+
+namespace gradsum {
+
+/// Multinomial linear model with C outputs: z_c = w_c . x + b_c.
+///
+/// With SoftmaxCrossEntropy it is softmax (multinomial logistic)
+/// regression. Parameters are laid out output by output:
+/// [w_0, b_0, w_1, b_1, …], each w_c of length d; biases are not
+/// regularised.
+class Softmax {
+ public:
+  /// A model for `num_features` >= 1 inputs and `num_classes` >= 2 outputs.
+  Softmax(int num_features, int num_classes) : d_(num_features), c_(num_classes) {
+    if (num_features < 1)
+      detail::fail("gradsum::Softmax: num_features must be at least 1, got ",
+                   num_features);
+    if (num_classes < 2)
+      detail::fail("gradsum::Softmax: num_classes must be at least 2, got ",
+                   num_classes);
+  }
+
+  /// Short name used in messages.
+  static const char* name() { return "softmax"; }
+  /// Input width d.
+  KOKKOS_FUNCTION int num_features() const { return d_; }
+  /// C outputs, one per class.
+  KOKKOS_FUNCTION int num_outputs() const { return c_; }
+  /// C (d + 1) parameters.
+  KOKKOS_FUNCTION int num_parameters() const { return c_ * (d_ + 1); }
+  /// Weights take the L2 penalty, biases do not.
+  KOKKOS_FUNCTION bool is_regularized(int j) const { return j % (d_ + 1) != d_; }
+
+  /// z_c = w_c . x + b_c for c in [0, C).
+  template <class Scalar>
+  KOKKOS_FUNCTION void forward(const Scalar* theta, const Scalar* x,
+                               Scalar* z) const {
+    for (int c = 0; c < c_; ++c) {
+      const Scalar* w = theta + c * (d_ + 1);
+      Scalar s = w[d_];
+      for (int j = 0; j < d_; ++j) s += w[j] * x[j];
+      z[c] = s;
+    }
+  }
+
+  /// g_c += dz_c * (x, 1) for every output c.
+  template <class Scalar>
+  KOKKOS_FUNCTION void backward(const Scalar* /*theta*/, const Scalar* x,
+                                const Scalar* dz, Scalar* g) const {
+    for (int c = 0; c < c_; ++c) {
+      Scalar* gc = g + c * (d_ + 1);
+      const Scalar r = dz[c];
+      for (int j = 0; j < d_; ++j) gc[j] += r * x[j];
+      gc[d_] += r;
+    }
+  }
+
+ private:
+  int d_;
+  int c_;
+};
+
+}  // namespace gradsum

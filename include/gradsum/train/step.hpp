@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gradsum/aggregation/local.hpp>
+#include <gradsum/core/error.hpp>
+#include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/limits.hpp>
+#include <gradsum/core/requirements.hpp>
+#include <gradsum/data/rows.hpp>
+#include <gradsum/gradient/analytic.hpp>
+#include <gradsum/optimizer/sgd.hpp>
+#include <gradsum/reduction/sum.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace gradsum {
+
+/// The objective the step minimises, and how the summed gradient becomes
+/// the gradient the optimizer sees.
+///
+///     J(theta) = (1/N) sum_i l(f(theta, x_i), y_i) + (l2 / 2) ||W||^2
+///
+/// with N the global number of samples in the batch (over every worker)
+/// and W the regularised parameters (biases excluded). With `mean = false`
+/// the sum is not divided by N.
+struct Objective {
+  /// L2 penalty coefficient, >= 0 and finite.
+  double l2 = 0;
+  /// Divide the summed loss and gradient once by the global sample count.
+  bool mean = true;
+
+  /// Rejects a negative or non-finite penalty.
+  void validate() const {
+    if (!(l2 >= 0) || !std::isfinite(l2))
+      detail::fail("gradsum::Objective: l2 must be non-negative and finite, "
+                   "got ",
+                   l2);
+  }
+};
+
+/// What a step reports; the same on every rank.
+struct StepResult {
+  /// The objective J at the parameters the gradient was taken at.
+  double loss = 0;
+  /// Euclidean norm of the gradient of J (what the optimizer used).
+  double gradient_norm = 0;
+  /// Number of samples in the batch, over all workers.
+  std::int64_t count = 0;
+};
+
+namespace detail {
+
+/// Finds the first row whose target the loss rejects or whose features are
+/// not finite; returns n when every row is valid.
+template <class Loss, class X, class Y>
+struct FirstInvalidRow {
+  Loss loss;
+  X x;
+  Y y;
+  int num_outputs;
+
+  KOKKOS_FUNCTION void operator()(std::int64_t r, std::int64_t& first) const {
+    bool ok = loss.is_valid_target(y(r), num_outputs);
+    for (std::size_t j = 0; j < x.extent(1); ++j) ok = ok && math::isfinite(x(r, j));
+    if (!ok && r < first) first = r;
+  }
+};
+
+/// g(j) = scale * sum(j) + l2 * theta(j) on regularised j; accumulates
+/// ||g||^2 and ||W||^2.
+template <class Model, class Scalar, class Sums, class Theta, class G>
+struct Finalize {
+  using value_type = Scalar[];
+  using size_type = int;
+  int value_count;  // 2
+  Model model;
+  Sums sums;
+  Theta theta;
+  G g;
+  Scalar scale;
+  Scalar l2;
+
+  KOKKOS_FUNCTION void operator()(int j, Scalar* acc) const {
+    const Scalar w = model.is_regularized(j) ? theta(j) : Scalar(0);
+    const Scalar gj = scale * sums(j) + l2 * w;
+    g(j) = gj;
+    acc[0] += gj * gj;
+    acc[1] += w * w;
+  }
+  KOKKOS_FUNCTION void init(Scalar* acc) const { acc[0] = acc[1] = 0; }
+  KOKKOS_FUNCTION void join(Scalar* dst, const Scalar* src) const {
+    dst[0] += src[0];
+    dst[1] += src[1];
+  }
+};
+
+}  // namespace detail
+
+/// One data-parallel training step, composed of compile-time policies.
+///
+///     local  = Reduction over my rows of Gradient(Model, Loss)  (on the space)
+///     global = Aggregation(local) across workers                (MPI or none)
+///     g      = global / N + l2 W                                (Objective)
+///     theta  = Optimizer(theta, g)
+///
+/// Template parameters: the Kokkos `ExecutionSpace` the kernels run on, the
+/// `Scalar` type of data and parameters, and one type per policy role
+/// (see DESIGN.md §3 and core/requirements.hpp). Parameters, gradients and
+/// optimizer state live in `ExecutionSpace::memory_space`; the data may live
+/// in any memory space the execution space can access.
+///
+/// All buffers are allocated by the constructor; evaluating and stepping
+/// allocate nothing. Both are blocking (they return host values) and, with
+/// a distributed Aggregation, collective: every worker must call them in
+/// the same order.
+template <class ExecutionSpace, class Scalar, class Model, class Loss,
+          class Optimizer = SGD, class Gradient = Analytic,
+          class Reduction = Sum, class Aggregation = Local>
+class Step {
+  static_assert(Kokkos::is_execution_space<ExecutionSpace>::value,
+                "gradsum::Step: ExecutionSpace must be a Kokkos execution space");
+  static_assert(std::is_floating_point<Scalar>::value,
+                "gradsum::Step: Scalar must be float or double");
+  static_assert(detail::has_num_features<Model>::value,
+                "gradsum::Step: the Model must provide `int num_features() const`");
+  static_assert(detail::has_num_outputs<Model>::value,
+                "gradsum::Step: the Model must provide `int num_outputs() const`");
+  static_assert(detail::has_num_parameters<Model>::value,
+                "gradsum::Step: the Model must provide `int num_parameters() const`");
+  static_assert(detail::has_is_regularized<Model>::value,
+                "gradsum::Step: the Model must provide `bool is_regularized(int j) const`");
+  static_assert(detail::has_name<Model>::value,
+                "gradsum::Step: the Model must provide `name()`");
+  static_assert(detail::has_forward<Model, Scalar>::value,
+                "gradsum::Step: the Model must provide `forward(const Scalar* "
+                "theta, const Scalar* x, Scalar* z) const`");
+  static_assert(detail::has_backward<Model, Scalar>::value,
+                "gradsum::Step: the Model must provide `backward(const Scalar* "
+                "theta, const Scalar* x, const Scalar* dz, Scalar* g) const`");
+  static_assert(detail::has_name<Loss>::value,
+                "gradsum::Step: the Loss must provide `name()`");
+  static_assert(detail::has_supports_outputs<Loss>::value,
+                "gradsum::Step: the Loss must provide `bool supports_outputs(int k) const`");
+  static_assert(detail::has_is_valid_target<Loss, Scalar>::value,
+                "gradsum::Step: the Loss must provide `bool is_valid_target(Scalar y, int k) const`");
+  static_assert(detail::has_value<Loss, Scalar>::value,
+                "gradsum::Step: the Loss must provide `Scalar value(const Scalar* z, int k, Scalar y) const`");
+  static_assert(detail::has_derivative<Loss, Scalar>::value,
+                "gradsum::Step: the Loss must provide `void derivative(const "
+                "Scalar* z, int k, Scalar y, Scalar* dz) const`");
+  static_assert(detail::has_name<Optimizer>::value,
+                "gradsum::Step: the Optimizer must provide `name()`");
+  static_assert(detail::has_validate<Optimizer>::value,
+                "gradsum::Step: the Optimizer must provide `void validate() const`");
+  static_assert(detail::has_allocate<Optimizer, Scalar>::value,
+                "gradsum::Step: the Optimizer must provide `template <class "
+                "Scalar, class MemorySpace> void allocate(int P)`");
+  static_assert(detail::has_update<Optimizer, Scalar>::value,
+                "gradsum::Step: the Optimizer must provide `update(space, theta, g)`");
+  static_assert(is_gradient_v<Gradient>,
+                "gradsum::Step: the Gradient policy must provide name(), "
+                "validate() and workspace_size(P)");
+  static_assert(is_reduction_v<Reduction, Scalar>,
+                "gradsum::Step: the Reduction must provide name() and "
+                "reduce(space, label, n, width, body, out)");
+  static_assert(detail::has_aggregate<Aggregation, Scalar>::value,
+                "gradsum::Step: the Aggregation must provide `aggregate(space, buffer)`");
+  static_assert(detail::has_min_over_workers<Aggregation>::value,
+                "gradsum::Step: the Aggregation must provide "
+                "`std::int64_t min_over_workers(std::int64_t) const`");
+
+ public:
+  using execution_space = ExecutionSpace;
+  using memory_space = typename ExecutionSpace::memory_space;
+  using scalar_type = Scalar;
+  using parameters_view = Kokkos::View<Scalar*, memory_space>;
+  using model_type = Model;
+  using loss_type = Loss;
+
+  /// Builds the step and allocates every buffer it will use. Validates the
+  /// run-time knobs of every policy and the model/loss pairing.
+  Step(const ExecutionSpace& space, const Model& model, const Loss& loss,
+       const Optimizer& optimizer = {}, const Objective& objective = {},
+       const Gradient& gradient = {}, const Reduction& reduction = {},
+       const Aggregation& aggregation = {})
+      : space_(space),
+        model_(model),
+        loss_(loss),
+        optimizer_(optimizer),
+        objective_(objective),
+        gradient_(gradient),
+        reduction_(reduction),
+        aggregation_(aggregation) {
+    const int k = model_.num_outputs();
+    if (!loss_.supports_outputs(k))
+      detail::fail("gradsum::Step: loss ", loss_.name(),
+                   " cannot take a model with ", k, " output(s) (model ",
+                   model_.name(), ")");
+    if (k > detail::output_capacity<Model>::value)
+      detail::fail("gradsum::Step: model ", model_.name(), " has ", k,
+                   " outputs, more than the per-sample limit of ",
+                   detail::output_capacity<Model>::value,
+                   " (define GRADSUM_MAX_OUTPUTS to raise it)");
+    objective_.validate();
+    gradient_.validate();
+    optimizer_.validate();
+    const int P = model_.num_parameters();
+    sums_ = parameters_view("gradsum::step::sums", std::size_t(P) + 2);
+    gradient_view_ = parameters_view("gradsum::step::gradient", std::size_t(P));
+    work_ = parameters_view("gradsum::step::workspace",
+                            gradient_.workspace_size(P));
+    host_tail_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::tail");
+    host_norms_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::norms");
+    optimizer_.template allocate<Scalar, memory_space>(P);
+  }
+
+  /// Number of parameters P.
+  int num_parameters() const { return model_.num_parameters(); }
+
+  /// A new parameter vector of length P in the step's memory space, zeros.
+  parameters_view make_parameters() const {
+    return parameters_view("gradsum::parameters",
+                           std::size_t(num_parameters()));
+  }
+
+  /// The objective and its gradient at `theta` over the rows `rows` of
+  /// `data`, summed over every worker, without updating. Afterwards
+  /// `gradient()` holds the gradient of J and `sums()` the summed
+  /// gradient, loss and count. Blocking; collective.
+  ///
+  /// Throws gradsum::Error when theta or data do not fit the model, when a
+  /// target or feature is invalid (checked once per data set), and when
+  /// the batch holds no sample on any worker.
+  template <class Theta, class Data, class Rows>
+  StepResult evaluate(const Theta& theta, const Data& data, const Rows& rows) {
+    static_assert(
+        Kokkos::SpaceAccessibility<ExecutionSpace,
+                                   typename Data::memory_space>::accessible,
+        "gradsum::Step::evaluate: the data's memory space is not accessible "
+        "from the step's execution space; copy the data with "
+        "Kokkos::create_mirror_view_and_copy first");
+    static_assert(
+        Kokkos::SpaceAccessibility<ExecutionSpace,
+                                   typename Theta::memory_space>::accessible,
+        "gradsum::Step::evaluate: the parameters' memory space is not "
+        "accessible from the step's execution space");
+    static_assert(std::is_same<typename Data::scalar_type, Scalar>::value,
+                  "gradsum::Step::evaluate: the data's scalar type differs "
+                  "from the step's Scalar");
+    check_shapes(theta, data, rows);
+    check_rows_once(data);
+    const int P = num_parameters();
+    {
+      detail::ScopedRegion region("gradsum::step::gradient");
+      gradient_.sum(space_, model_, loss_, reduction_, theta, data, rows,
+                    sums_, work_);
+      Kokkos::deep_copy(space_,
+                        Kokkos::subview(sums_, Kokkos::make_pair(P + 1, P + 2)),
+                        Scalar(rows.size()));
+    }
+    {
+      detail::ScopedRegion region("gradsum::step::aggregate");
+      aggregation_.aggregate(space_, sums_);
+    }
+    detail::ScopedRegion region("gradsum::step::finalize");
+    Kokkos::deep_copy(space_, host_tail_,
+                      Kokkos::subview(sums_, Kokkos::make_pair(P, P + 2)));
+    space_.fence();
+    const double loss_sum = double(host_tail_(0));
+    const auto count = std::int64_t(host_tail_(1));
+    if (count <= 0)
+      detail::fail("gradsum::Step::evaluate: the batch holds no samples on "
+                   "any worker (empty data set or empty row selection); a "
+                   "gradient needs at least one sample");
+    const double scale = objective_.mean ? 1.0 / double(count) : 1.0;
+    using Functor = detail::Finalize<Model, Scalar, parameters_view, Theta,
+                                     parameters_view>;
+    Kokkos::View<Scalar*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+        norms(host_norms_.data(), 2);
+    Kokkos::parallel_reduce(
+        "gradsum::step::finalize", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, P),
+        Functor{2, model_, sums_, theta, gradient_view_, Scalar(scale),
+                Scalar(objective_.l2)},
+        norms);
+    StepResult result;
+    result.loss = loss_sum * scale + objective_.l2 / 2 * double(norms(1));
+    result.gradient_norm = std::sqrt(double(norms(0)));
+    result.count = count;
+    return result;
+  }
+
+  /// evaluate() over every row of `data`.
+  template <class Theta, class Data>
+  StepResult evaluate(const Theta& theta, const Data& data) {
+    return evaluate(theta, data, data.all_rows());
+  }
+
+  /// One training step: evaluate() at `theta`, then the optimizer's update
+  /// of `theta` in place. The result describes `theta` before the update.
+  /// Blocking; collective.
+  template <class Theta, class Data, class Rows>
+  StepResult operator()(const Theta& theta, const Data& data, const Rows& rows) {
+    const StepResult result = evaluate(theta, data, rows);
+    detail::ScopedRegion region("gradsum::step::update");
+    optimizer_.update(space_, theta, gradient_view_);
+    space_.fence();
+    return result;
+  }
+
+  /// One training step over every row of `data`.
+  template <class Theta, class Data>
+  StepResult operator()(const Theta& theta, const Data& data) {
+    return (*this)(theta, data, data.all_rows());
+  }
+
+  /// The gradient of J from the last evaluation (length P).
+  parameters_view gradient() const { return gradient_view_; }
+  /// The summed gradient (P values), then the summed loss and the sample
+  /// count, from the last evaluation, over every worker.
+  parameters_view sums() const { return sums_; }
+
+  const ExecutionSpace& space() const { return space_; }
+  const Model& model() const { return model_; }
+  const Loss& loss() const { return loss_; }
+  Optimizer& optimizer() { return optimizer_; }
+  const Objective& objective() const { return objective_; }
+  Aggregation& aggregation() { return aggregation_; }
+
+ private:
+  template <class Theta, class Data, class Rows>
+  void check_shapes(const Theta& theta, const Data& data, const Rows& rows) const {
+    if (std::int64_t(theta.extent(0)) != model_.num_parameters())
+      detail::fail("gradsum::Step::evaluate: theta has ", theta.extent(0),
+                   " entries but model ", model_.name(), " has ",
+                   model_.num_parameters(), " parameters");
+    if (data.num_features() != model_.num_features())
+      detail::fail("gradsum::Step::evaluate: the data have ",
+                   data.num_features(), " features but model ", model_.name(),
+                   " expects ", model_.num_features());
+    if (rows.size() > 0 &&
+        (rows.begin < 0 || rows.end > std::int64_t(row_limit(data, rows))))
+      detail::fail("gradsum::Step::evaluate: rows [", rows.begin, ", ",
+                   rows.end, ") are outside the ", row_limit(data, rows),
+                   " available");
+  }
+
+  template <class Data>
+  static std::int64_t row_limit(const Data& data, const RowRange&) {
+    return data.num_samples();
+  }
+  template <class Data, class Memory>
+  static std::int64_t row_limit(const Data&, const RowList<Memory>& rows) {
+    return std::int64_t(rows.index.extent(0));
+  }
+
+  // Targets and features are checked once per data set (identified by its
+  // Views), on every worker, and the first bad row over all workers is
+  // reported the same way everywhere.
+  template <class Data>
+  void check_rows_once(const Data& data) {
+    const void* id = data.targets().data();
+    if (id == checked_data_ && data.num_samples() == checked_rows_) return;
+    const std::int64_t n = data.num_samples();
+    std::int64_t first = n;
+    using Functor = detail::FirstInvalidRow<Loss, typename Data::features_view,
+                                            typename Data::targets_view>;
+    Kokkos::parallel_reduce(
+        "gradsum::step::check_data",
+        Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(space_, 0, n),
+        Functor{loss_, data.features(), data.targets(), model_.num_outputs()},
+        Kokkos::Min<std::int64_t>(first));
+    const std::int64_t bad = first < n ? first : INT64_MAX;
+    const std::int64_t worst = aggregation_.min_over_workers(bad);
+    if (worst != INT64_MAX) {
+      detail::fail("gradsum::Step::evaluate: row ", worst,
+                   " of the data (on some worker) has a target the loss ",
+                   loss_.name(), " rejects for ", model_.num_outputs(),
+                   " output(s), or a non-finite feature",
+                   bad == worst ? describe_row(data, bad) : std::string());
+    }
+    checked_data_ = id;
+    checked_rows_ = n;
+  }
+
+  template <class Data>
+  std::string describe_row(const Data& data, std::int64_t row) const {
+    auto y = Kokkos::create_mirror_view_and_copy(
+        Kokkos::HostSpace(), Kokkos::subview(data.targets(), Kokkos::make_pair(row, row + 1)));
+    auto x = Kokkos::create_mirror_view_and_copy(
+        Kokkos::HostSpace(), Kokkos::subview(data.features(), row, Kokkos::ALL()));
+    for (std::size_t j = 0; j < x.extent(0); ++j)
+      if (!std::isfinite(double(x(j))))
+        return detail::concat(": feature ", j, " is ", double(x(j)));
+    return detail::concat(": target is ", double(y(0)));
+  }
+
+  ExecutionSpace space_;
+  Model model_;
+  Loss loss_;
+  Optimizer optimizer_;
+  Objective objective_;
+  Gradient gradient_;
+  Reduction reduction_;
+  Aggregation aggregation_;
+  parameters_view sums_;
+  parameters_view gradient_view_;
+  parameters_view work_;
+  Kokkos::View<Scalar[2], Kokkos::HostSpace> host_tail_;
+  Kokkos::View<Scalar[2], Kokkos::HostSpace> host_norms_;
+  const void* checked_data_ = nullptr;
+  std::int64_t checked_rows_ = -1;
+};
+
+/// Builds a Step, deducing the policy types from the arguments:
+/// `auto step = gradsum::make_step<double>(space, Linear(d), SquaredError{}, SGD{0.1});`
+template <class Scalar, class ExecutionSpace, class Model, class Loss,
+          class Optimizer = SGD, class Gradient = Analytic,
+          class Reduction = Sum, class Aggregation = Local>
+Step<ExecutionSpace, Scalar, Model, Loss, Optimizer, Gradient, Reduction,
+     Aggregation>
+make_step(const ExecutionSpace& space, const Model& model, const Loss& loss,
+          const Optimizer& optimizer = {}, const Objective& objective = {},
+          const Gradient& gradient = {}, const Reduction& reduction = {},
+          const Aggregation& aggregation = {}) {
+  return {space, model, loss, optimizer, objective, gradient, reduction,
+          aggregation};
+}
+
+}  // namespace gradsum
