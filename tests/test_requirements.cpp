@@ -72,6 +72,7 @@ static_assert(!gradsum::is_reduction_v<gradsum::Analytic>);
 
 static_assert(gradsum::is_aggregation_v<gradsum::Local>);
 static_assert(!gradsum::is_aggregation_v<gradsum::Sum>);
+static_assert(!gradsum::is_aggregation_v<gradsum::SGD>);
 
 static_assert(gradsum::is_optimizer_v<gradsum::SGD>);
 static_assert(gradsum::is_optimizer_v<gradsum::SGD, float>);

@@ -243,7 +243,7 @@ TEST_CASE_TEMPLATE_DEFINE("rejected inputs name what was wrong", Space, rejected
     auto step = gradsum::make_step<double>(Space(), Softmax(2, 2), SoftmaxCrossEntropy{});
     auto theta = step.make_parameters();
     CHECK_THROWS_WITH_AS(step.evaluate(theta, data),
-                         "gradsum::Step::evaluate: row 2 of the data (on some worker) "
+                         "gradsum::Step::evaluate: row 2 of the data "
                          "has a target the loss softmax_cross_entropy rejects for 2 "
                          "output(s), or a non-finite feature: target is 2",
                          gradsum::Error);

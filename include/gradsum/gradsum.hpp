@@ -6,6 +6,7 @@
 
 #include <gradsum/config.hpp>
 
+#include <gradsum/core/environment.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
@@ -33,6 +34,12 @@
 #include <gradsum/reduction/sum.hpp>
 
 #include <gradsum/aggregation/local.hpp>
+#include <gradsum/aggregation/signature.hpp>
+
+#if GRADSUM_ENABLE_MPI
+#include <gradsum/mpi/allreduce.hpp>
+#include <gradsum/mpi/communicator.hpp>
+#endif
 
 #include <gradsum/optimizer/sgd.hpp>
 

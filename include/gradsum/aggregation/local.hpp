@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <gradsum/aggregation/signature.hpp>
+#include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 
-#include <cstdint>
+#include <cstddef>
+#include <string>
 
 namespace gradsum {
 
@@ -19,13 +22,24 @@ struct Local {
   /// Number of processes: 1.
   static int size() { return 1; }
 
-  /// Combines `buffer` (gradient sums, loss sum, count) across processes,
-  /// in place: nothing to do with one process.
+  /// Nothing to allocate.
+  template <class Scalar, class MemorySpace>
+  void allocate(std::size_t /*length*/) {}
+
+  /// Combines `buffer` across processes, in place: nothing to do here.
   template <class ExecutionSpace, class View>
   void aggregate(const ExecutionSpace& /*space*/, const View& /*buffer*/) {}
 
-  /// The smallest of `value` over all processes: `value` itself.
-  static std::int64_t min_over_workers(std::int64_t value) { return value; }
+  /// Checks that every process built the same step: with one process only
+  /// the local error, if any, is thrown.
+  static void agree(const Signature& /*signature*/, const std::string& local_error) {
+    if (!local_error.empty()) throw Error(local_error);
+  }
+
+  /// The error of the lowest failing process: here, the local one.
+  static std::string first_error(const std::string& local_error) {
+    return local_error;
+  }
 };
 
 }  // namespace gradsum

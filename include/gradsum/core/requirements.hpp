@@ -6,10 +6,12 @@
 /// member, and `is_model`, `is_loss`, … combining them. The contracts are
 /// written out in DESIGN.md §3 and at each trait below.
 
+#include <gradsum/aggregation/signature.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -144,9 +146,16 @@ struct has_aggregate<A, S, std::void_t<decltype(std::declval<A&>().aggregate(
                                std::declval<const host_view<S>&>()))>>
     : std::true_type {};
 template <class A, class = void>
-struct has_min_over_workers : std::false_type {};
+struct has_agree : std::false_type {};
 template <class A>
-struct has_min_over_workers<A, std::void_t<decltype(std::int64_t(std::declval<const A&>().min_over_workers(std::int64_t(0))))>>
+struct has_agree<A, std::void_t<decltype(std::declval<A&>().agree(
+                        std::declval<const Signature&>(), std::declval<const std::string&>()))>>
+    : std::true_type {};
+template <class A, class = void>
+struct has_first_error : std::false_type {};
+template <class A>
+struct has_first_error<A, std::void_t<decltype(std::string(std::declval<A&>().first_error(
+                              std::declval<const std::string&>())))>>
     : std::true_type {};
 
 }  // namespace detail
@@ -195,12 +204,14 @@ struct is_reduction
 template <class R, class S = double>
 inline constexpr bool is_reduction_v = is_reduction<R, S>::value;
 
-/// Whether A meets the Aggregation contract: name(), aggregate(space,
-/// buffer) and min_over_workers(v).
+/// Whether A meets the Aggregation contract: name(), allocate<S, M>(n),
+/// aggregate(space, buffer), agree(signature, local_error) and
+/// first_error(local_error).
 template <class A, class S = double>
 struct is_aggregation
-    : std::conjunction<detail::has_name<A>, detail::has_aggregate<A, S>,
-                       detail::has_min_over_workers<A>> {};
+    : std::conjunction<detail::has_name<A>, detail::has_allocate<A, S>,
+                       detail::has_aggregate<A, S>, detail::has_agree<A>,
+                       detail::has_first_error<A>> {};
 template <class A, class S = double>
 inline constexpr bool is_aggregation_v = is_aggregation<A, S>::value;
 

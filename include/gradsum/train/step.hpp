@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gradsum/aggregation/local.hpp>
+#include <gradsum/aggregation/signature.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
@@ -169,9 +170,19 @@ class Step {
                 "reduce(space, label, n, width, body, out)");
   static_assert(detail::has_aggregate<Aggregation, Scalar>::value,
                 "gradsum::Step: the Aggregation must provide `aggregate(space, buffer)`");
-  static_assert(detail::has_min_over_workers<Aggregation>::value,
-                "gradsum::Step: the Aggregation must provide "
-                "`std::int64_t min_over_workers(std::int64_t) const`");
+  static_assert(detail::has_agree<Aggregation>::value,
+                "gradsum::Step: the Aggregation must provide `void agree(const "
+                "Signature&, const std::string& local_error)`");
+  static_assert(detail::has_first_error<Aggregation>::value,
+                "gradsum::Step: the Aggregation must provide `std::string "
+                "first_error(const std::string& local_error)`");
+  static_assert(detail::has_allocate<Aggregation, Scalar>::value,
+                "gradsum::Step: the Aggregation must provide `template <class "
+                "Scalar, class MemorySpace> void allocate(std::size_t n)`");
+
+  // The aggregated buffer: P gradient sums, then the loss sum, the sample
+  // count and the number of failed workers, so one message carries all.
+  static constexpr int slots = 3;
 
  public:
   using execution_space = ExecutionSpace;
@@ -195,27 +206,42 @@ class Step {
         gradient_(gradient),
         reduction_(reduction),
         aggregation_(aggregation) {
-    const int k = model_.num_outputs();
-    if (!loss_.supports_outputs(k))
-      detail::fail("gradsum::Step: loss ", loss_.name(),
-                   " cannot take a model with ", k, " output(s) (model ",
-                   model_.name(), ")");
-    if (k > detail::output_capacity<Model>::value)
-      detail::fail("gradsum::Step: model ", model_.name(), " has ", k,
-                   " outputs, more than the per-sample limit of ",
-                   detail::output_capacity<Model>::value,
-                   " (define GRADSUM_MAX_OUTPUTS to raise it)");
-    objective_.validate();
-    gradient_.validate();
-    optimizer_.validate();
+    // A value one worker rejects must fail every worker, not leave the
+    // others waiting in a collective: local errors travel with the
+    // agreement on the signature.
+    std::string local_error;
+    try {
+      validate_policies();
+    } catch (const Error& e) {
+      local_error = e.what();
+    }
+    aggregation_.agree(signature(), local_error);
     const int P = model_.num_parameters();
-    sums_ = parameters_view("gradsum::step::sums", std::size_t(P) + 2);
+    sums_ = parameters_view("gradsum::step::sums", std::size_t(P) + slots);
     gradient_view_ = parameters_view("gradsum::step::gradient", std::size_t(P));
     work_ = parameters_view("gradsum::step::workspace",
                             gradient_.workspace_size(P));
     host_tail_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::tail");
     host_norms_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::norms");
+    host_failures_ = Kokkos::View<Scalar[1], Kokkos::HostSpace>("gradsum::step::failures");
     optimizer_.template allocate<Scalar, memory_space>(P);
+    aggregation_.template allocate<Scalar, memory_space>(std::size_t(P) + slots);
+  }
+
+  /// What every worker must agree on: sizes, scalar type, policy names and
+  /// the objective. Compared across workers by the step's constructor.
+  Signature signature() const {
+    Signature sig;
+    sig.add("number of parameters", model_.num_parameters());
+    sig.add("number of features", model_.num_features());
+    sig.add("number of outputs", model_.num_outputs());
+    sig.add("scalar size in bytes", std::int64_t(sizeof(Scalar)));
+    sig.add_hash("policies", detail::concat(model_.name(), '/', loss_.name(), '/',
+                                            gradient_.name(), '/', reduction_.name(), '/',
+                                            aggregation_.name(), '/', optimizer_.name()));
+    sig.add("objective mean", objective_.mean ? 1 : 0);
+    sig.add_bits("objective l2", objective_.l2);
+    return sig;
   }
 
   /// Number of parameters P.
@@ -251,16 +277,25 @@ class Step {
     static_assert(std::is_same<typename Data::scalar_type, Scalar>::value,
                   "gradsum::Step::evaluate: the data's scalar type differs "
                   "from the step's Scalar");
-    check_shapes(theta, data, rows);
-    check_rows_once(data);
     const int P = num_parameters();
+    // Errors found on this worker do not throw here: they are counted in
+    // the buffer's last slot, which every worker sees after aggregation.
+    std::string local_error = check_shapes(theta, data, rows);
+    if (local_error.empty()) local_error = check_rows_once(data);
     {
       detail::ScopedRegion region("gradsum::step::gradient");
-      gradient_.sum(space_, model_, loss_, reduction_, theta, data, rows,
-                    sums_, work_);
-      Kokkos::deep_copy(space_,
-                        Kokkos::subview(sums_, Kokkos::make_pair(P + 1, P + 2)),
-                        Scalar(rows.size()));
+      auto tail = Kokkos::subview(sums_, Kokkos::make_pair(P + 1, P + slots));
+      if (local_error.empty()) {
+        gradient_.sum(space_, model_, loss_, reduction_, theta, data, rows,
+                      sums_, work_);
+        host_tail_(0) = Scalar(rows.size());
+        host_tail_(1) = Scalar(0);
+      } else {
+        Kokkos::deep_copy(space_, sums_, Scalar(0));
+        host_tail_(0) = Scalar(0);
+        host_tail_(1) = Scalar(1);
+      }
+      Kokkos::deep_copy(space_, tail, host_tail_);
     }
     {
       detail::ScopedRegion region("gradsum::step::aggregate");
@@ -269,7 +304,11 @@ class Step {
     detail::ScopedRegion region("gradsum::step::finalize");
     Kokkos::deep_copy(space_, host_tail_,
                       Kokkos::subview(sums_, Kokkos::make_pair(P, P + 2)));
+    Kokkos::deep_copy(space_, host_failures_,
+                      Kokkos::subview(sums_, Kokkos::make_pair(P + 2, P + 3)));
     space_.fence();
+    if (host_failures_(0) > Scalar(0))
+      throw Error(aggregation_.first_error(local_error));
     const double loss_sum = double(host_tail_(0));
     const auto count = std::int64_t(host_tail_(1));
     if (count <= 0)
@@ -319,8 +358,10 @@ class Step {
 
   /// The gradient of J from the last evaluation (length P).
   parameters_view gradient() const { return gradient_view_; }
-  /// The summed gradient (P values), then the summed loss and the sample
-  /// count, from the last evaluation, over every worker.
+  /// The summed gradient (P values), then the summed loss, the sample
+  /// count and the number of failed workers (0), from the last
+  /// evaluation, over every worker. Counts are exact up to 2^53 samples in
+  /// double and 2^24 in float.
   parameters_view sums() const { return sums_; }
 
   const ExecutionSpace& space() const { return space_; }
@@ -331,21 +372,39 @@ class Step {
   Aggregation& aggregation() { return aggregation_; }
 
  private:
+  void validate_policies() const {
+    const int k = model_.num_outputs();
+    if (!loss_.supports_outputs(k))
+      detail::fail("gradsum::Step: loss ", loss_.name(),
+                   " cannot take a model with ", k, " output(s) (model ",
+                   model_.name(), ")");
+    if (k > detail::output_capacity<Model>::value)
+      detail::fail("gradsum::Step: model ", model_.name(), " has ", k,
+                   " outputs, more than the per-sample limit of ",
+                   detail::output_capacity<Model>::value,
+                   " (define GRADSUM_MAX_OUTPUTS to raise it)");
+    objective_.validate();
+    gradient_.validate();
+    optimizer_.validate();
+  }
+
+  // Returns what is wrong with the arguments, or an empty string.
   template <class Theta, class Data, class Rows>
-  void check_shapes(const Theta& theta, const Data& data, const Rows& rows) const {
+  std::string check_shapes(const Theta& theta, const Data& data, const Rows& rows) const {
     if (std::int64_t(theta.extent(0)) != model_.num_parameters())
-      detail::fail("gradsum::Step::evaluate: theta has ", theta.extent(0),
-                   " entries but model ", model_.name(), " has ",
-                   model_.num_parameters(), " parameters");
+      return detail::concat("gradsum::Step::evaluate: theta has ", theta.extent(0),
+                            " entries but model ", model_.name(), " has ",
+                            model_.num_parameters(), " parameters");
     if (data.num_features() != model_.num_features())
-      detail::fail("gradsum::Step::evaluate: the data have ",
-                   data.num_features(), " features but model ", model_.name(),
-                   " expects ", model_.num_features());
+      return detail::concat("gradsum::Step::evaluate: the data have ",
+                            data.num_features(), " features but model ",
+                            model_.name(), " expects ", model_.num_features());
     if (rows.size() > 0 &&
         (rows.begin < 0 || rows.end > std::int64_t(row_limit(data, rows))))
-      detail::fail("gradsum::Step::evaluate: rows [", rows.begin, ", ",
-                   rows.end, ") are outside the ", row_limit(data, rows),
-                   " available");
+      return detail::concat("gradsum::Step::evaluate: rows [", rows.begin, ", ",
+                            rows.end, ") are outside the ", row_limit(data, rows),
+                            " available");
+    return {};
   }
 
   template <class Data>
@@ -358,12 +417,11 @@ class Step {
   }
 
   // Targets and features are checked once per data set (identified by its
-  // Views), on every worker, and the first bad row over all workers is
-  // reported the same way everywhere.
+  // Views); returns what is wrong with the first bad row, or "".
   template <class Data>
-  void check_rows_once(const Data& data) {
+  std::string check_rows_once(const Data& data) {
     const void* id = data.targets().data();
-    if (id == checked_data_ && data.num_samples() == checked_rows_) return;
+    if (id == checked_data_ && data.num_samples() == checked_rows_) return {};
     const std::int64_t n = data.num_samples();
     std::int64_t first = n;
     using Functor = detail::FirstInvalidRow<Loss, typename Data::features_view,
@@ -373,17 +431,15 @@ class Step {
         Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(space_, 0, n),
         Functor{loss_, data.features(), data.targets(), model_.num_outputs()},
         Kokkos::Min<std::int64_t>(first));
-    const std::int64_t bad = first < n ? first : INT64_MAX;
-    const std::int64_t worst = aggregation_.min_over_workers(bad);
-    if (worst != INT64_MAX) {
-      detail::fail("gradsum::Step::evaluate: row ", worst,
-                   " of the data (on some worker) has a target the loss ",
-                   loss_.name(), " rejects for ", model_.num_outputs(),
-                   " output(s), or a non-finite feature",
-                   bad == worst ? describe_row(data, bad) : std::string());
-    }
+    if (first < n)
+      return detail::concat("gradsum::Step::evaluate: row ", first,
+                            " of the data has a target the loss ", loss_.name(),
+                            " rejects for ", model_.num_outputs(),
+                            " output(s), or a non-finite feature",
+                            describe_row(data, first));
     checked_data_ = id;
     checked_rows_ = n;
+    return {};
   }
 
   template <class Data>
@@ -411,6 +467,7 @@ class Step {
   parameters_view work_;
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_tail_;
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_norms_;
+  Kokkos::View<Scalar[1], Kokkos::HostSpace> host_failures_;
   const void* checked_data_ = nullptr;
   std::int64_t checked_rows_ = -1;
 };

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gradsum/config.hpp>
+
+#if GRADSUM_ENABLE_MPI
+#include <gradsum/mpi/environment.hpp>
+#else
+#include <gradsum/core/kokkos_compat.hpp>
+
+namespace gradsum {
+
+/// Starts Kokkos (unless already started) for a program and finalizes it
+/// at the end if it started it. Built with MPI, the same class also owns
+/// MPI start-up (see mpi/environment.hpp).
+class Environment {
+ public:
+  Environment(int& argc, char**& argv) {
+    if (!Kokkos::is_initialized()) {
+      Kokkos::initialize(argc, argv);
+      owns_kokkos_ = true;
+    }
+  }
+  ~Environment() {
+    if (owns_kokkos_) Kokkos::finalize();
+  }
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+
+  /// Rank of this process: 0 without MPI.
+  int rank() const { return 0; }
+  /// Number of processes: 1 without MPI.
+  int size() const { return 1; }
+
+ private:
+  bool owns_kokkos_ = false;
+};
+
+}  // namespace gradsum
+#endif

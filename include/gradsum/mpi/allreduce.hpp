@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gradsum/aggregation/signature.hpp>
+#include <gradsum/core/error.hpp>
+#include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/mpi/communicator.hpp>
+
+#include <mpi.h>
+#if defined(OPEN_MPI) && OPEN_MPI && __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gradsum {
+
+/// How Allreduce hands device memory to MPI.
+enum class DeviceBuffers {
+  automatic,  ///< directly when the host can access it or MPI reports GPU support, else staged
+  direct,     ///< always pass the buffer itself (the MPI library must be GPU-aware)
+  staged      ///< always copy through a host buffer allocated once
+};
+
+namespace mpi {
+
+/// Whether the MPI library reports that it accepts CUDA device pointers
+/// (Open MPI's MPIX_Query_cuda_support); false when it cannot tell.
+inline bool reports_device_support() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+}  // namespace mpi
+
+/// Aggregation across MPI processes by one in-place MPI_Allreduce (MPI_SUM)
+/// per step over the step's single contiguous buffer: every parameter
+/// block, the loss sum, the sample count and the failure count travel in
+/// one message. The MPI datatype follows the scalar type.
+///
+/// Takes any communicator and works on a duplicate of it. The step's
+/// constructor, evaluate() and operator() become collective over it.
+/// Memory the host cannot access is staged through a host buffer allocated
+/// once by allocate(), unless MPI is GPU-aware (see DeviceBuffers).
+class Allreduce {
+ public:
+  /// Aggregates over the processes of `comm` (duplicated; collective).
+  explicit Allreduce(MPI_Comm comm, DeviceBuffers device_buffers = DeviceBuffers::automatic)
+      : comm_(comm), mode_(device_buffers) {}
+
+  /// Short name used in messages and command lines.
+  static const char* name() { return "allreduce"; }
+  /// This process's rank.
+  int rank() const { return comm_.rank(); }
+  /// Number of processes.
+  int size() const { return comm_.size(); }
+  /// The (duplicated) communicator gradsum uses.
+  MPI_Comm communicator() const { return comm_.get(); }
+  /// Number of aggregations (MPI_Allreduce calls of gradients) so far.
+  std::int64_t calls() const { return *calls_; }
+  /// Whether buffers go to MPI directly (after allocate()).
+  bool direct() const { return direct_; }
+
+  /// Decides how buffers of `length` Scalars in `MemorySpace` reach MPI and
+  /// allocates the host staging buffer when they need one.
+  template <class Scalar, class MemorySpace>
+  void allocate(std::size_t length) {
+    const bool host_accessible =
+        Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible;
+    direct_ = mode_ == DeviceBuffers::direct ||
+              (mode_ == DeviceBuffers::automatic &&
+               (host_accessible || mpi::reports_device_support()));
+    if (!direct_) staging_.resize(length * sizeof(Scalar));
+  }
+
+  /// Sums `buffer` over all processes, in place. Fences `space` first.
+  /// Blocking; collective.
+  template <class ExecutionSpace, class View>
+  void aggregate(const ExecutionSpace& space, const View& buffer) {
+    using Scalar = typename View::non_const_value_type;
+    space.fence();
+    const auto n = buffer.extent(0);
+    ++*calls_;
+    if (direct_) {
+      mpi::check(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), int(n), mpi::datatype<Scalar>(),
+                               MPI_SUM, comm_.get()),
+                 "MPI_Allreduce");
+      return;
+    }
+    if (staging_.size() < n * sizeof(Scalar))
+      detail::fail("gradsum::Allreduce::aggregate: buffer of ", n,
+                   " values exceeds the staging buffer; call allocate() first");
+    Kokkos::View<Scalar*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
+        reinterpret_cast<Scalar*>(staging_.data()), n);
+    Kokkos::deep_copy(space, host, buffer);
+    space.fence();
+    mpi::check(MPI_Allreduce(MPI_IN_PLACE, host.data(), int(n), mpi::datatype<Scalar>(),
+                             MPI_SUM, comm_.get()),
+               "MPI_Allreduce");
+    Kokkos::deep_copy(space, buffer, host);
+    space.fence();
+  }
+
+  /// Checks in one small collective that every process built the same
+  /// step (same signature) and that none failed locally; otherwise every
+  /// process throws the same gradsum::Error. Collective.
+  void agree(const Signature& signature, const std::string& local_error) {
+    const std::size_t n = signature.fields.size();
+    // Field maxima and, through bitwise complement, minima in one MPI_MAX.
+    std::vector<std::int64_t> values(2 * n + 2);
+    values[0] = local_error.empty() ? 0 : 1;
+    values[1] = std::int64_t(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      values[2 + i] = signature.fields[i].second;
+      values[2 + n + i] = ~signature.fields[i].second;
+    }
+    mpi::check(MPI_Allreduce(MPI_IN_PLACE, values.data(), int(values.size()), MPI_INT64_T,
+                             MPI_MAX, comm_.get()),
+               "MPI_Allreduce");
+    if (values[0] > 0) throw Error(first_error(local_error));
+    std::string differences;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t hi = values[2 + i], lo = ~values[2 + n + i];
+      if (hi != lo)
+        differences += detail::concat(differences.empty() ? "" : "; ",
+                                      signature.fields[i].first, " ranges from ", lo,
+                                      " to ", hi);
+    }
+    if (!differences.empty())
+      detail::fail("gradsum::Allreduce: the ", size(),
+                   " ranks built different steps (", differences,
+                   "); every rank must build the same model with the same policies "
+                   "and settings");
+  }
+
+  /// The error message of the lowest-ranked process whose `local_error` is
+  /// not empty, prefixed with its rank; empty when no process failed.
+  /// Collective.
+  std::string first_error(const std::string& local_error) {
+    int failing = local_error.empty() ? size() : rank();
+    mpi::check(MPI_Allreduce(MPI_IN_PLACE, &failing, 1, MPI_INT, MPI_MIN, comm_.get()),
+               "MPI_Allreduce");
+    if (failing == size()) return {};
+    std::int64_t length = rank() == failing ? std::int64_t(local_error.size()) : 0;
+    mpi::check(MPI_Bcast(&length, 1, MPI_INT64_T, failing, comm_.get()), "MPI_Bcast");
+    std::string message = rank() == failing ? local_error : std::string(std::size_t(length), ' ');
+    if (length > 0)
+      mpi::check(MPI_Bcast(&message[0], int(length), MPI_CHAR, failing, comm_.get()),
+                 "MPI_Bcast");
+    return detail::concat("rank ", failing, ": ", message);
+  }
+
+ private:
+  mpi::Communicator comm_;
+  DeviceBuffers mode_;
+  bool direct_ = true;
+  std::vector<unsigned char> staging_;
+  std::shared_ptr<std::int64_t> calls_ = std::make_shared<std::int64_t>(0);
+};
+
+}  // namespace gradsum
