@@ -8,6 +8,7 @@
 #include "train_options.hpp"
 
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -17,6 +18,29 @@
 namespace {
 
 using gradsum_train::Options;
+
+// With MPI every rank reads the whole file and takes its contiguous part
+// of each mini-batch (global sampling), so the run follows the
+// single-process run whatever the number of ranks.
+#if GRADSUM_ENABLE_MPI
+using Aggregation = gradsum::Allreduce;
+Aggregation make_aggregation() { return Aggregation(MPI_COMM_WORLD); }
+#else
+using Aggregation = gradsum::Local;
+Aggregation make_aggregation() { return Aggregation{}; }
+#endif
+
+// Only rank 0 prints.
+bool printer = true;
+
+void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
+void say(const char* format, ...) {
+  if (!printer) return;
+  va_list args;
+  va_start(args, format);
+  std::vprintf(format, args);
+  va_end(args);
+}
 
 void write_params(const std::string& path, const std::vector<double>& theta) {
   // Written beside the target and renamed over it: an error never leaves a
@@ -44,57 +68,63 @@ std::vector<double> host_values(const View& v) {
 
 template <class Space, class Model, class Loss>
 int train(const Options& o, const gradsum::Table& table, const Model& model,
-          const Loss& loss) {
+          const Loss& loss, const Aggregation& aggregation) {
   using Data = gradsum::Dataset<double, typename Space::memory_space>;
   const Data data = Data::from_host(std::int64_t(table.num_rows),
                                     int(table.num_features), table.features,
                                     table.targets);
   const Space space;
   auto step = gradsum::make_step<double>(space, model, loss, gradsum::SGD{o.lr},
-                                         gradsum::Objective{o.l2, true});
+                                         gradsum::Objective{o.l2, true}, gradsum::Analytic{},
+                                         gradsum::Sum{}, aggregation);
+  const int rank = aggregation.rank(), ranks = aggregation.size();
+  const auto my_rows = gradsum::partition(data.num_samples(), ranks, rank);
   auto theta = step.make_parameters();
 
   if (o.print_gradient) {
-    const auto r = step.evaluate(theta, data);
-    std::printf("%.17g\n", r.loss);
-    for (double g : host_values(step.gradient())) std::printf("%.17g\n", g);
+    const auto r = step.evaluate(theta, data, my_rows);
+    say("%.17g\n", r.loss);
+    for (double g : host_values(step.gradient())) say("%.17g\n", g);
     return 0;
   }
 
-  std::printf("gradsum-train: %s model, %s loss, %zu samples x %zu features, "
-              "%d parameters, space %s, %s\n",
-              model.name(), loss.name(), table.num_rows, table.num_features,
-              step.num_parameters(), gradsum::space_name<Space>().c_str(),
-              o.batch == 0 ? "full batch"
-                           : ("batch " + std::to_string(o.batch)).c_str());
+  say("gradsum-train: %s model, %s loss, %zu samples x %zu features, "
+      "%d parameters, space %s, %d rank%s, %s\n",
+      model.name(), loss.name(), table.num_rows, table.num_features,
+      step.num_parameters(), gradsum::space_name<Space>().c_str(), ranks,
+      ranks == 1 ? "" : "s",
+      o.batch == 0 ? "full batch" : ("batch " + std::to_string(o.batch)).c_str());
   gradsum::MiniBatchSampler<typename Space::memory_space> sampler(
       data.num_samples(), o.batch, o.seed);
   gradsum::StepResult r;
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     sampler.shuffle(epoch - 1);
     for (std::int64_t b = 0; b < sampler.num_batches(); ++b)
-      step(theta, data, sampler.batch(b));
-    r = step.evaluate(theta, data);  // the whole training objective
-    std::printf("epoch %d loss=%.6g grad_norm=%.6g\n", epoch, r.loss, r.gradient_norm);
+      step(theta, data, sampler.batch(b, ranks, rank));
+    r = step.evaluate(theta, data, my_rows);  // the whole training objective
+    say("epoch %d loss=%.6g grad_norm=%.6g\n", epoch, r.loss, r.gradient_norm);
     std::fflush(stdout);
   }
-  r = step.evaluate(theta, data);
-  std::printf("final loss=%.10g grad_norm=%.10g", r.loss, r.gradient_norm);
+  r = step.evaluate(theta, data, my_rows);
+  say("final loss=%.10g grad_norm=%.10g", r.loss, r.gradient_norm);
   if constexpr (gradsum::is_classifier_loss_v<Loss>) {
+    // Every rank holds the same parameters and data: rank 0 counts.
     const auto correct = gradsum::count_correct(space, model, loss, theta, data);
-    std::printf(" accuracy=%.6g", double(correct) / double(data.num_samples()));
+    say(" accuracy=%.6g", double(correct) / double(data.num_samples()));
   }
-  std::printf("\n");
-  if (!o.save_params.empty()) write_params(o.save_params, host_values(theta));
+  say("\n");
+  if (!o.save_params.empty() && rank == 0) write_params(o.save_params, host_values(theta));
   return 0;
 }
 
 template <class Space>
-int run_on(const Options& o, const gradsum::Table& table) {
+int run_on(const Options& o, const gradsum::Table& table, const Aggregation& aggregation) {
   const int d = int(table.num_features);
-  if (o.model == "linear") return train<Space>(o, table, gradsum::Linear(d), gradsum::SquaredError{});
+  if (o.model == "linear")
+    return train<Space>(o, table, gradsum::Linear(d), gradsum::SquaredError{}, aggregation);
   if (o.model == "logistic")
-    return train<Space>(o, table, gradsum::Linear(d), gradsum::BinaryCrossEntropy{});
+    return train<Space>(o, table, gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
+                        aggregation);
   double classes = 0;
   for (double y : table.targets) classes = y + 1 > classes ? y + 1 : classes;
   if (!(classes >= 2 && classes <= gradsum::max_outputs))
@@ -102,15 +132,16 @@ int run_on(const Options& o, const gradsum::Table& table) {
                           "2 <= C <= ", gradsum::max_outputs, "; the largest label is ",
                           classes - 1);
   return train<Space>(o, table, gradsum::Softmax(d, int(classes)),
-                      gradsum::SoftmaxCrossEntropy{});
+                      gradsum::SoftmaxCrossEntropy{}, aggregation);
 }
 
 template <class... Spaces>
-int dispatch(const Options& o, const gradsum::Table& table, std::tuple<Spaces...>*) {
+int dispatch(const Options& o, const gradsum::Table& table, const Aggregation& aggregation,
+             std::tuple<Spaces...>*) {
   const std::string wanted =
       o.space.empty() ? gradsum::space_name<Kokkos::DefaultExecutionSpace>() : o.space;
   int status = -1;
-  ((status < 0 && gradsum::space_name<Spaces>() == wanted ? status = run_on<Spaces>(o, table)
+  ((status < 0 && gradsum::space_name<Spaces>() == wanted ? status = run_on<Spaces>(o, table, aggregation)
                                                           : 0),
    ...);
   if (status < 0)
@@ -133,18 +164,29 @@ int main(int argc, char* argv[]) {
     std::fputs(gradsum_train::usage(), stdout);
     return 0;
   }
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  gradsum::Environment environment(argc, argv);
+  printer = environment.rank() == 0;
   try {
-    gradsum::CsvOptions csv;
-    csv.target_column = options.target_column;
-    gradsum::Table table = gradsum::read_csv(options.data, csv);
-    if (options.standardize) gradsum::StandardScaler::fit(table).transform(table);
-    return dispatch(options, table, static_cast<gradsum::ExecutionSpaces*>(nullptr));
-  } catch (const gradsum::Error& e) {
-    std::fprintf(stderr, "gradsum-train: error: %s\n", e.what());
-    return 1;
+    Aggregation aggregation = make_aggregation();
+    // Reading can fail on one rank only (a file missing on one node):
+    // every rank learns of it before the first collective of training.
+    gradsum::Table table;
+    std::string error;
+    try {
+      gradsum::CsvOptions csv;
+      csv.target_column = options.target_column;
+      table = gradsum::read_csv(options.data, csv);
+      if (options.standardize) gradsum::StandardScaler::fit(table).transform(table);
+    } catch (const gradsum::Error& e) {
+      error = e.what();
+    }
+    error = aggregation.first_error(error);
+    if (!error.empty()) throw gradsum::Error(error);
+    return dispatch(options, table, aggregation,
+                    static_cast<gradsum::ExecutionSpaces*>(nullptr));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "gradsum-train: error: %s\n", e.what());
+    // Errors from the step reach every rank alike; rank 0 reports them.
+    if (printer) std::fprintf(stderr, "gradsum-train: error: %s\n", e.what());
     return 1;
   }
 }
