@@ -39,7 +39,7 @@ struct LossWithoutDerivative {
   static S value(const S*, int, S) { return 0; }
 };
 
-struct OptimizerWithoutUpdate {
+struct OptimizerWithoutStateSize {
   static const char* name() { return "broken"; }
   void validate() const {}
   template <class S, class M>
@@ -75,8 +75,8 @@ static_assert(!gradsum::is_aggregation_v<gradsum::Sum>);
 static_assert(!gradsum::is_aggregation_v<gradsum::SGD>);
 
 static_assert(gradsum::is_optimizer_v<gradsum::SGD>);
-static_assert(gradsum::is_optimizer_v<gradsum::SGD, float>);
-static_assert(!gradsum::is_optimizer_v<OptimizerWithoutUpdate>);
+static_assert(gradsum::is_optimizer_v<gradsum::Adam>);
+static_assert(!gradsum::is_optimizer_v<OptimizerWithoutStateSize>);
 
 TEST_CASE("a user-written model meets the contract and trains") {
   using Space = Kokkos::DefaultHostExecutionSpace;

@@ -41,7 +41,14 @@
 #include <gradsum/mpi/communicator.hpp>
 #endif
 
+#include <gradsum/optimizer/adaptive.hpp>
+#include <gradsum/optimizer/lbfgs.hpp>
+#include <gradsum/optimizer/momentum.hpp>
+#include <gradsum/optimizer/newton.hpp>
+#include <gradsum/optimizer/schedule.hpp>
 #include <gradsum/optimizer/sgd.hpp>
+#include <gradsum/optimizer/steepest_descent.hpp>
 
 #include <gradsum/train/metrics.hpp>
 #include <gradsum/train/step.hpp>
+#include <gradsum/train/stopping.hpp>

@@ -217,3 +217,54 @@ TEST_CASE("Allreduce works on a communicator other than MPI_COMM_WORLD") {
   CHECK(to_host(step.sums())[0] == doctest::Approx(expected));
   MPI_Comm_free(&half);
 }
+
+namespace {
+
+// 12 steps of `optimizer` on full or mini-batches, distributed over the
+// world and in one process; returns the relative distance of the results.
+template <class Space, class Optimizer>
+double trajectory_distance(const Optimizer& optimizer, std::int64_t batch) {
+  using Memory = typename Space::memory_space;
+  const auto problem = random_problem(60, 3, Kind::binary, 2, 23);
+  const auto data = Data<Space, double>::from_host(problem.n, problem.d, problem.x, problem.y);
+  const gradsum::Objective objective{0.05, true};
+  auto local = gradsum::make_step<double>(Space(), Linear(3), BinaryCrossEntropy{}, optimizer,
+                                          objective);
+  auto distributed = gradsum::make_step<double>(Space(), Linear(3), BinaryCrossEntropy{},
+                                                optimizer, objective, gradsum::Analytic{},
+                                                gradsum::Sum{}, Allreduce(MPI_COMM_WORLD));
+  auto a = local.make_parameters();
+  auto b = distributed.make_parameters();
+  gradsum::MiniBatchSampler<Memory> sampler(problem.n, batch, 7);
+  int steps = 0;
+  for (std::int64_t epoch = 0; steps < 12; ++epoch) {
+    sampler.shuffle(epoch);
+    for (std::int64_t k = 0; k < sampler.num_batches() && steps < 12; ++k, ++steps) {
+      local(a, data, sampler.batch(k));
+      distributed(b, data, sampler.batch(k, world_size(), world_rank()));
+    }
+  }
+  const auto ha = to_host(a), hb = to_host(b);
+  return relative_distance(hb, ha, ha.size());
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("every optimizer follows the same trajectory on any rank count",
+                          Space, optimizer_trajectories) {
+  INFO("ranks = " << world_size());
+  CHECK(trajectory_distance<Space>(gradsum::SGD{0.5}, 9) <= 1e-10);
+  CHECK(trajectory_distance<Space>(gradsum::Momentum{0.2, 0.9}, 9) <= 1e-10);
+  CHECK(trajectory_distance<Space>(gradsum::Nesterov{0.2, 0.9}, 9) <= 1e-10);
+  CHECK(trajectory_distance<Space>(gradsum::AdaGrad{0.2}, 9) <= 1e-10);
+  CHECK(trajectory_distance<Space>(gradsum::RMSProp{0.01}, 9) <= 1e-10);
+  CHECK(trajectory_distance<Space>(gradsum::Adam{0.05}, 9) <= 1e-10);
+  CHECK(trajectory_distance<Space>(gradsum::AdamW{}, 9) <= 1e-10);
+  CHECK(trajectory_distance<Space>(
+            gradsum::Scheduled<gradsum::SGD>(gradsum::SGD{0.5}, gradsum::Schedule::cosine(12)),
+            9) <= 1e-10);
+  CHECK(trajectory_distance<Space>(gradsum::Newton{}, 0) <= 1e-10);
+  CHECK(trajectory_distance<Space>(gradsum::SteepestDescent{}, 0) <= 1e-10);
+  CHECK(trajectory_distance<Space>(gradsum::LBFGS{}, 0) <= 1e-10);
+}
+TEST_CASE_TEMPLATE_APPLY(optimizer_trajectories, Spaces);

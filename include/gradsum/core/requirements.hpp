@@ -108,20 +108,34 @@ struct has_workspace_size<G, std::void_t<decltype(std::size_t(std::declval<const
     : std::true_type {};
 
 // Optimizer policy.
+template <class O, class = void>
+struct has_state_size : std::false_type {};
+template <class O>
+struct has_state_size<O, std::void_t<decltype(int(std::declval<const O&>().state_size(1)))>>
+    : std::true_type {};
+template <class M, class S, class = void>
+struct has_model_hessian : std::false_type {};
+template <class M, class S>
+struct has_model_hessian<M, S, std::void_t<decltype(std::declval<const M&>().hessian(
+                                   std::declval<const S*>(), std::declval<const S*>(),
+                                   std::declval<const S*>(), std::declval<S*>()))>>
+    : std::true_type {};
+template <class L, class S, class = void>
+struct has_second_derivative : std::false_type {};
+template <class L, class S>
+struct has_second_derivative<L, S, std::void_t<decltype(std::declval<const L&>().second_derivative(
+                                       std::declval<const S*>(), 1, std::declval<S>(),
+                                       std::declval<S*>()))>> : std::true_type {};
+template <class L, class = void>
+struct is_quadratic_loss : std::false_type {};
+template <class L>
+struct is_quadratic_loss<L, std::enable_if_t<L::is_quadratic>> : std::true_type {};
+
 template <class O, class S, class = void>
 struct has_allocate : std::false_type {};
 template <class O, class S>
 struct has_allocate<O, S, std::void_t<decltype(std::declval<O&>().template allocate<S, Kokkos::HostSpace>(1))>>
     : std::true_type {};
-template <class O, class S, class = void>
-struct has_update : std::false_type {};
-template <class O, class S>
-struct has_update<O, S, std::void_t<decltype(std::declval<O&>().update(
-                            std::declval<const Kokkos::DefaultHostExecutionSpace&>(),
-                            std::declval<const host_view<S>&>(),
-                            std::declval<const host_view<S>&>()))>>
-    : std::true_type {};
-
 // Reduction policy.
 template <class S>
 struct NullBody {
@@ -215,13 +229,14 @@ struct is_aggregation
 template <class A, class S = double>
 inline constexpr bool is_aggregation_v = is_aggregation<A, S>::value;
 
-/// Whether O meets the Optimizer contract: name(), validate(),
-/// allocate<S, MemorySpace>(P) and update(space, theta, g).
-template <class O, class S = double>
+/// Whether O meets the Optimizer contract as far as it can be checked
+/// without a step: name(), validate() and state_size(P); update(context)
+/// is checked where the step calls it.
+template <class O>
 struct is_optimizer
     : std::conjunction<detail::has_name<O>, detail::has_validate<O>,
-                       detail::has_allocate<O, S>, detail::has_update<O, S>> {};
-template <class O, class S = double>
-inline constexpr bool is_optimizer_v = is_optimizer<O, S>::value;
+                       detail::has_state_size<O>> {};
+template <class O>
+inline constexpr bool is_optimizer_v = is_optimizer<O>::value;
 
 }  // namespace gradsum

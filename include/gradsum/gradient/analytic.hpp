@@ -10,23 +10,32 @@
 namespace gradsum {
 namespace detail {
 
-/// One sample's contribution: forward, loss and its derivative, backward;
-/// a single pass over the sample's features (they stay in cache between
-/// forward and backward).
+/// What every per-sample kernel body reads: the model and loss, the
+/// parameters, the data, and which rows are selected.
 template <class Model, class Loss, class Scalar, class X, class Y, class Rows>
-struct AnalyticBody {
+struct PerSample {
   Model model;
   Loss loss;
   const Scalar* theta;
   X x;
   Y y;
   Rows rows;
+};
+
+/// One sample's contribution: forward, loss and its derivative, backward;
+/// a single pass over the sample's features (they stay in cache between
+/// forward and backward).
+template <class Model, class Loss, class Scalar, class X, class Y, class Rows>
+struct AnalyticBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
   int num_parameters;
 
   KOKKOS_FUNCTION void operator()(std::int64_t i, Scalar* acc) const {
-    const std::int64_t r = rows(i);
-    const Scalar* xi = &x(r, 0);
-    const Scalar yi = y(r);
+    const auto& model = this->model;
+    const auto& loss = this->loss;
+    const Scalar* theta = this->theta;
+    const std::int64_t r = this->rows(i);
+    const Scalar* xi = &this->x(r, 0);
+    const Scalar yi = this->y(r);
     const int k = model.num_outputs();
     constexpr int capacity = output_capacity<Model>::value;
     Scalar z[capacity] = {};
@@ -65,8 +74,8 @@ struct Analytic {
         typename Data::targets_view, Rows>;
     const int P = model.num_parameters();
     reduction.reduce(space, "gradsum::gradient::analytic", rows.size(), P + 1,
-                     Body{model, loss, theta.data(), data.features(),
-                          data.targets(), rows, P},
+                     Body{{model, loss, theta.data(), data.features(), data.targets(), rows},
+                          P},
                      out);
   }
 };

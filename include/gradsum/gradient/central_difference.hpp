@@ -4,6 +4,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
+#include <gradsum/gradient/analytic.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -14,19 +15,12 @@ namespace detail {
 
 /// One sample's loss at the parameters `theta` (no derivative).
 template <class Model, class Loss, class Scalar, class X, class Y, class Rows>
-struct LossBody {
-  Model model;
-  Loss loss;
-  const Scalar* theta;
-  X x;
-  Y y;
-  Rows rows;
-
+struct LossBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
   KOKKOS_FUNCTION void operator()(std::int64_t i, Scalar* acc) const {
-    const std::int64_t r = rows(i);
+    const std::int64_t r = this->rows(i);
     Scalar z[output_capacity<Model>::value] = {};
-    model.forward(theta, &x(r, 0), z);
-    acc[0] += loss.value(z, model.num_outputs(), y(r));
+    this->model.forward(this->theta, &this->x(r, 0), z);
+    acc[0] += this->loss.value(z, this->model.num_outputs(), this->y(r));
   }
 };
 
@@ -73,8 +67,7 @@ struct CentralDifference {
     using Policy = Kokkos::RangePolicy<ExecutionSpace>;
     const int P = model.num_parameters();
     const Scalar h = Scalar(eps);
-    const Body body{model, loss, work.data(), data.features(), data.targets(),
-                    rows};
+    const Body body{{model, loss, work.data(), data.features(), data.targets(), rows}};
     auto perturbed = Kokkos::subview(work, Kokkos::make_pair(0, P));
     auto plus = Kokkos::subview(work, Kokkos::make_pair(P, P + 1));
     auto minus = Kokkos::subview(work, Kokkos::make_pair(P + 1, P + 2));

@@ -38,19 +38,27 @@ struct BinaryCrossEntropy {
     return linear + math::log1p(math::exp(-math::fabs(t)));
   }
 
+  /// sigmoid(z), without overflow for any finite z.
+  template <class Scalar>
+  KOKKOS_FUNCTION static Scalar sigmoid(Scalar t) {
+    if (t >= Scalar(0)) return Scalar(1) / (Scalar(1) + math::exp(-t));
+    const Scalar e = math::exp(t);
+    return e / (Scalar(1) + e);
+  }
+
   /// Writes sigmoid(z) - y into `dz[0]`.
   template <class Scalar>
   KOKKOS_FUNCTION static void derivative(const Scalar* z, int /*num_outputs*/,
                                          Scalar y, Scalar* dz) {
-    const Scalar t = z[0];
-    Scalar p;
-    if (t >= Scalar(0)) {
-      p = Scalar(1) / (Scalar(1) + math::exp(-t));
-    } else {
-      const Scalar e = math::exp(t);
-      p = e / (Scalar(1) + e);
-    }
-    dz[0] = p - y;
+    dz[0] = sigmoid(z[0]) - y;
+  }
+
+  /// Writes d^2 l / dz^2 = sigmoid(z) (1 - sigmoid(z)) into `d2[0]`.
+  template <class Scalar>
+  KOKKOS_FUNCTION static void second_derivative(const Scalar* z, int /*num_outputs*/,
+                                                Scalar /*y*/, Scalar* d2) {
+    const Scalar p = sigmoid(z[0]);
+    d2[0] = p * (Scalar(1) - p);
   }
 
   /// The predicted class: 1 when the logit is positive, else 0.

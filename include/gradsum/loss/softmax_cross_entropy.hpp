@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/limits.hpp>
 
 namespace gradsum {
 
@@ -56,6 +57,24 @@ struct SoftmaxCrossEntropy {
     const Scalar inv = Scalar(1) / s;
     for (int c = 0; c < num_outputs; ++c) dz[c] *= inv;
     dz[static_cast<int>(y)] -= Scalar(1);
+  }
+
+  /// Writes the C x C matrix d^2 l / dz^2 = diag(p) - p p^T, p = softmax(z),
+  /// row-major into `d2` .
+  template <class Scalar>
+  KOKKOS_FUNCTION static void second_derivative(const Scalar* z, int num_outputs,
+                                                Scalar /*y*/, Scalar* d2) {
+    const int k = num_outputs;
+    const Scalar m = max_logit(z, k);
+    Scalar s = 0;
+    Scalar p[max_outputs];
+    for (int c = 0; c < k; ++c) {
+      p[c] = math::exp(z[c] - m);
+      s += p[c];
+    }
+    for (int c = 0; c < k; ++c) p[c] /= s;
+    for (int c = 0; c < k; ++c)
+      for (int e = 0; e < k; ++e) d2[c * k + e] = (c == e ? p[c] : Scalar(0)) - p[c] * p[e];
   }
 
   /// The predicted class: the index of the largest logit (first on ties).

@@ -37,6 +37,16 @@ struct SquaredError {
                                          Scalar y, Scalar* dz) {
     dz[0] = z[0] - y;
   }
+
+  /// The objective is quadratic in the outputs (exact line search applies).
+  static constexpr bool is_quadratic = true;
+
+  /// Writes d^2 l / dz^2 = 1 into `d2[0]`.
+  template <class Scalar>
+  KOKKOS_FUNCTION static void second_derivative(const Scalar* /*z*/, int /*num_outputs*/,
+                                                Scalar /*y*/, Scalar* d2) {
+    d2[0] = Scalar(1);
+  }
 };
 
 }  // namespace gradsum

@@ -54,6 +54,19 @@ class Linear {
     g[d_] += r;
   }
 
+  /// H += d2[0] * (x, 1)(x, 1)^T: the Hessian of the loss through this
+  /// sample, given d^2 l / dz^2 in `d2`; H is P x P, row-major.
+  template <class Scalar>
+  KOKKOS_FUNCTION void hessian(const Scalar* /*theta*/, const Scalar* x,
+                               const Scalar* d2, Scalar* H) const {
+    const int P = d_ + 1;
+    for (int j = 0; j < P; ++j) {
+      const Scalar xj = d2[0] * (j < d_ ? x[j] : Scalar(1));
+      for (int l = 0; l < d_; ++l) H[j * P + l] += xj * x[l];
+      H[j * P + d_] += xj;
+    }
+  }
+
  private:
   int d_;
 };

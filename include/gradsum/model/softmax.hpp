@@ -59,6 +59,24 @@ class Softmax {
     }
   }
 
+  /// H += J^T D J with D = d^2 l / dz^2 (C x C, row-major in `d2`) and
+  /// J = dz/dtheta: block (c, e) of H gains D_ce (x, 1)(x, 1)^T.
+  template <class Scalar>
+  KOKKOS_FUNCTION void hessian(const Scalar* /*theta*/, const Scalar* x,
+                               const Scalar* d2, Scalar* H) const {
+    const int w = d_ + 1, P = c_ * w;
+    for (int c = 0; c < c_; ++c)
+      for (int e = 0; e < c_; ++e) {
+        const Scalar D = d2[c * c_ + e];
+        for (int j = 0; j < w; ++j) {
+          const Scalar xj = D * (j < d_ ? x[j] : Scalar(1));
+          Scalar* row = H + (c * w + j) * P + e * w;
+          for (int l = 0; l < d_; ++l) row[l] += xj * x[l];
+          row[d_] += xj;
+        }
+      }
+  }
+
  private:
   int d_;
   int c_;

@@ -17,6 +17,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace gradsum {
 
@@ -99,7 +100,88 @@ struct Finalize {
   }
 };
 
+/// One sample's Hessian contribution J^T (d^2 l / dz^2) J.
+template <class Model, class Loss, class Scalar, class X, class Y, class Rows>
+struct HessianBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
+  KOKKOS_FUNCTION void operator()(std::int64_t i, Scalar* acc) const {
+    const std::int64_t r = this->rows(i);
+    const Scalar* xi = &this->x(r, 0);
+    constexpr int capacity = output_capacity<Model>::value;
+    Scalar z[capacity] = {};
+    Scalar d2[capacity * capacity] = {};
+    this->model.forward(this->theta, xi, z);
+    this->loss.second_derivative(z, this->model.num_outputs(), this->y(r), d2);
+    this->model.hessian(this->theta, xi, d2, acc);
+  }
+};
+
+template <class O, class = void>
+struct needs_hessian : std::false_type {};
+template <class O>
+struct needs_hessian<O, std::enable_if_t<O::needs_hessian>> : std::true_type {};
+
 }  // namespace detail
+
+/// What an optimizer's update sees: the parameters to update in place,
+/// the gradient of J there, its own state vectors, and (for line searches
+/// and second-order methods) evaluations of J at other points over the
+/// same rows, all aggregated over every worker. Created by Step::operator().
+template <class StepType, class Theta, class Data, class Rows>
+class UpdateContext {
+ public:
+  using execution_space = typename StepType::execution_space;
+  using memory_space = typename StepType::memory_space;
+  using scalar_type = typename StepType::scalar_type;
+  using parameters_view = typename StepType::parameters_view;
+
+  UpdateContext(StepType& step, const Theta& theta, const Data& data, const Rows& rows,
+                const StepResult& result)
+      : step_(step), theta_(theta), data_(data), rows_(rows), result_(result) {}
+
+  /// The execution space and a RangePolicy over the P parameters.
+  const execution_space& space() const { return step_.space(); }
+  Kokkos::RangePolicy<execution_space> policy() const {
+    return Kokkos::RangePolicy<execution_space>(step_.space(), 0, num_parameters());
+  }
+  int num_parameters() const { return step_.num_parameters(); }
+  /// The parameters theta, to be updated in place.
+  const Theta& parameters() const { return theta_; }
+  /// The gradient of J (at theta until evaluate() is called).
+  parameters_view gradient() const { return step_.gradient(); }
+  /// The optimizer's state vectors, state_size(P) x P.
+  typename StepType::state_view state() const { return step_.optimizer_state(); }
+  /// J, its gradient norm and the count at theta.
+  const StepResult& result() const { return result_; }
+  /// J and its gradient at `point` over the same rows; the gradient lands
+  /// in gradient(). Blocking; collective.
+  template <class Point>
+  StepResult evaluate(const Point& point) {
+    return step_.evaluate(point, data_, rows_);
+  }
+  /// Whether hessian() is available for this model and loss.
+  static constexpr bool has_hessian = StepType::has_hessian;
+  /// The Hessian of J at `point`, P x P row-major on the host. Blocking;
+  /// collective. Throws when the model or loss has no second derivatives.
+  template <class Point>
+  const std::vector<double>& hessian(const Point& point) {
+    if constexpr (has_hessian) {
+      return step_.hessian(point, data_, rows_);
+    } else {
+      detail::fail("gradsum::Step: this optimizer needs the Hessian, which model ",
+                   step_.model().name(), " with loss ", step_.loss().name(),
+                   " does not provide");
+    }
+  }
+  /// Whether the loss declares J quadratic in the outputs (squared error).
+  static constexpr bool is_quadratic = detail::is_quadratic_loss<typename StepType::loss_type>::value;
+
+ private:
+  StepType& step_;
+  const Theta& theta_;
+  const Data& data_;
+  const Rows& rows_;
+  StepResult result_;
+};
 
 /// One data-parallel training step, composed of compile-time policies.
 ///
@@ -157,11 +239,9 @@ class Step {
                 "gradsum::Step: the Optimizer must provide `name()`");
   static_assert(detail::has_validate<Optimizer>::value,
                 "gradsum::Step: the Optimizer must provide `void validate() const`");
-  static_assert(detail::has_allocate<Optimizer, Scalar>::value,
-                "gradsum::Step: the Optimizer must provide `template <class "
-                "Scalar, class MemorySpace> void allocate(int P)`");
-  static_assert(detail::has_update<Optimizer, Scalar>::value,
-                "gradsum::Step: the Optimizer must provide `update(space, theta, g)`");
+  static_assert(detail::has_state_size<Optimizer>::value,
+                "gradsum::Step: the Optimizer must provide `int state_size(int P) const` "
+                "(the number of P-vectors of state it keeps)");
   static_assert(is_gradient_v<Gradient>,
                 "gradsum::Step: the Gradient policy must provide name(), "
                 "validate() and workspace_size(P)");
@@ -189,6 +269,8 @@ class Step {
   using memory_space = typename ExecutionSpace::memory_space;
   using scalar_type = Scalar;
   using parameters_view = Kokkos::View<Scalar*, memory_space>;
+  /// Optimizer state: state_size(P) rows of P values, zeros at the start.
+  using state_view = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>;
   using model_type = Model;
   using loss_type = Loss;
 
@@ -224,8 +306,10 @@ class Step {
     host_tail_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::tail");
     host_norms_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::norms");
     host_failures_ = Kokkos::View<Scalar[1], Kokkos::HostSpace>("gradsum::step::failures");
-    optimizer_.template allocate<Scalar, memory_space>(P);
+    state_ = state_view("gradsum::step::optimizer_state",
+                        std::size_t(optimizer_.state_size(P)), std::size_t(P));
     aggregation_.template allocate<Scalar, memory_space>(std::size_t(P) + slots);
+    if (detail::needs_hessian<Optimizer>::value) allocate_hessian();
   }
 
   /// What every worker must agree on: sizes, scalar type, policy names and
@@ -345,9 +429,65 @@ class Step {
   StepResult operator()(const Theta& theta, const Data& data, const Rows& rows) {
     const StepResult result = evaluate(theta, data, rows);
     detail::ScopedRegion region("gradsum::step::update");
-    optimizer_.update(space_, theta, gradient_view_);
+    UpdateContext<Step, Theta, Data, Rows> context(*this, theta, data, rows, result);
+    optimizer_.update(context);
     space_.fence();
     return result;
+  }
+
+  /// Whether the model and loss provide second derivatives (Newton, exact
+  /// line search): Model::hessian and Loss::second_derivative.
+  static constexpr bool has_hessian =
+      detail::has_model_hessian<Model, Scalar>::value &&
+      detail::has_second_derivative<Loss, Scalar>::value;
+
+  /// The Hessian of the objective J at `theta` over `rows`, summed over
+  /// every worker like the gradient: a host P x P row-major matrix. The
+  /// P x P buffers are allocated by the constructor when the optimizer
+  /// declares `needs_hessian`, else on the first call. Blocking; collective.
+  template <class Theta, class Data, class Rows>
+  const std::vector<double>& hessian(const Theta& theta, const Data& data, const Rows& rows) {
+    static_assert(has_hessian,
+                  "gradsum::Step::hessian: the Model must provide `hessian(theta, x, d2, H)` "
+                  "and the Loss `second_derivative(z, k, y, d2)` (Linear and Softmax with "
+                  "the library's losses do)");
+    if constexpr (has_hessian) {
+      const int P = num_parameters();
+      const std::size_t PP = std::size_t(P) * std::size_t(P);
+      if (hessian_sums_.extent(0) == 0) allocate_hessian();
+      std::string local_error = check_shapes(theta, data, rows);
+      if (local_error.empty()) local_error = check_rows_once(data);
+      detail::ScopedRegion region("gradsum::step::hessian");
+      auto tail = Kokkos::subview(hessian_sums_, Kokkos::make_pair(PP, PP + 2));
+      if (local_error.empty()) {
+        using Body = detail::HessianBody<Model, Loss, Scalar, typename Data::features_view,
+                                         typename Data::targets_view, Rows>;
+        reduction_.reduce(space_, "gradsum::step::hessian", rows.size(), int(PP),
+                          Body{{model_, loss_, theta.data(), data.features(), data.targets(), rows}},
+                          hessian_sums_);
+        host_tail_(0) = Scalar(rows.size());
+        host_tail_(1) = Scalar(0);
+      } else {
+        Kokkos::deep_copy(space_, hessian_sums_, Scalar(0));
+        host_tail_(0) = Scalar(0);
+        host_tail_(1) = Scalar(1);
+      }
+      Kokkos::deep_copy(space_, tail, host_tail_);
+      aggregation_.aggregate(space_, hessian_sums_);
+      Kokkos::deep_copy(space_, host_hessian_sums_, hessian_sums_);
+      space_.fence();
+      if (host_hessian_sums_(PP + 1) > Scalar(0))
+        throw Error(aggregation_.first_error(local_error));
+      const double count = double(host_hessian_sums_(PP));
+      if (!(count > 0))
+        detail::fail("gradsum::Step::hessian: the batch holds no samples on any worker");
+      const double scale = objective_.mean ? 1.0 / count : 1.0;
+      hessian_.resize(PP);
+      for (std::size_t e = 0; e < PP; ++e) hessian_[e] = scale * double(host_hessian_sums_(e));
+      for (int j = 0; j < P; ++j)
+        if (model_.is_regularized(j)) hessian_[std::size_t(j) * P + j] += objective_.l2;
+    }
+    return hessian_;
   }
 
   /// One training step over every row of `data`.
@@ -368,10 +508,20 @@ class Step {
   const Model& model() const { return model_; }
   const Loss& loss() const { return loss_; }
   Optimizer& optimizer() { return optimizer_; }
+  /// The optimizer's state vectors (state_size(P) x P).
+  state_view optimizer_state() const { return state_; }
   const Objective& objective() const { return objective_; }
   Aggregation& aggregation() { return aggregation_; }
 
  private:
+  void allocate_hessian() {
+    const std::size_t P = std::size_t(num_parameters());
+    hessian_sums_ = parameters_view("gradsum::step::hessian", P * P + 2);
+    host_hessian_sums_ = Kokkos::create_mirror_view(Kokkos::HostSpace(), hessian_sums_);
+    aggregation_.template allocate<Scalar, memory_space>(P * P + 2 > P + slots ? P * P + 2
+                                                                               : P + slots);
+  }
+
   void validate_policies() const {
     const int k = model_.num_outputs();
     if (!loss_.supports_outputs(k))
@@ -468,6 +618,10 @@ class Step {
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_tail_;
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_norms_;
   Kokkos::View<Scalar[1], Kokkos::HostSpace> host_failures_;
+  state_view state_;
+  parameters_view hessian_sums_;
+  typename parameters_view::HostMirror host_hessian_sums_;
+  std::vector<double> hessian_;
   const void* checked_data_ = nullptr;
   std::int64_t checked_rows_ = -1;
 };

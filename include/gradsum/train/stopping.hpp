@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gradsum/core/error.hpp>
+#include <gradsum/train/step.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace gradsum {
+
+/// When to stop training. Every rule reads only aggregated values (the
+/// StepResult, equal on every rank), so every rank stops at the same step.
+///
+///  - max_steps > 0: after that many steps;
+///  - grad_tol > 0: when ||grad J|| <= grad_tol, a critical point (grad J = 0)
+///    to that tolerance;
+///  - loss_tol > 0: when |J_k - J_{k-1}| <= loss_tol max(|J_{k-1}|, tiny),
+///    the relative change of the objective between evaluations.
+struct StoppingRules {
+  std::int64_t max_steps = 0;
+  double grad_tol = 0;
+  double loss_tol = 0;
+
+  void validate() const {
+    if (max_steps < 0) detail::fail("gradsum::StoppingRules: max_steps must be >= 0, got ", max_steps);
+    if (!(grad_tol >= 0) || !std::isfinite(grad_tol))
+      detail::fail("gradsum::StoppingRules: grad_tol must be non-negative and finite, got ", grad_tol);
+    if (!(loss_tol >= 0) || !std::isfinite(loss_tol))
+      detail::fail("gradsum::StoppingRules: loss_tol must be non-negative and finite, got ", loss_tol);
+  }
+};
+
+/// Why training stopped.
+enum class StopReason { none, max_steps, gradient_norm, loss_change };
+
+/// Short description of a stop reason for messages.
+inline const char* describe(StopReason reason) {
+  switch (reason) {
+    case StopReason::max_steps: return "maximum number of steps reached";
+    case StopReason::gradient_norm: return "gradient norm below tolerance (critical point)";
+    case StopReason::loss_change: return "relative change of the objective below tolerance";
+    case StopReason::none: break;
+  }
+  return "not stopped";
+}
+
+/// Applies StoppingRules to a sequence of evaluations.
+class Stopper {
+ public:
+  explicit Stopper(const StoppingRules& rules) : rules_(rules) { rules_.validate(); }
+
+  /// Records the evaluation after step `steps_done` (>= 0) and says whether
+  /// to stop, and why.
+  StopReason check(std::int64_t steps_done, const StepResult& result) {
+    StopReason reason = StopReason::none;
+    if (rules_.grad_tol > 0 && result.gradient_norm <= rules_.grad_tol)
+      reason = StopReason::gradient_norm;
+    else if (rules_.loss_tol > 0 && has_previous_ &&
+             std::fabs(result.loss - previous_) <=
+                 rules_.loss_tol * std::fmax(std::fabs(previous_), 1e-300))
+      reason = StopReason::loss_change;
+    else if (rules_.max_steps > 0 && steps_done >= rules_.max_steps)
+      reason = StopReason::max_steps;
+    previous_ = result.loss;
+    has_previous_ = true;
+    return reason;
+  }
+
+ private:
+  StoppingRules rules_;
+  double previous_ = 0;
+  bool has_previous_ = false;
+};
+
+}  // namespace gradsum

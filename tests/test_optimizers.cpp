@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: Apache-2.0
+// Optimizers, schedules and stopping rules. Expected values come from the
+// published update formulas written out here on the host, from the normal
+// equations, and from the agreement of independent methods.
+
+#include "test_helpers.hpp"
+
+#include <zlib.h>
+
+#include <array>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+using namespace gradsum_test;
+using gradsum::Linear;
+using gradsum::SquaredError;
+
+namespace {
+
+const std::string sklearn_data = "/usr/lib/python3/dist-packages/sklearn/datasets/data/";
+
+// A 1-feature least-squares problem whose gradient the tests can write by
+// hand: J(w, b) = mean (w x + b - y)^2 / 2.
+const std::vector<double> xs{0.5, -1.0, 2.0, 1.5};
+const std::vector<double> ys{1.0, 0.0, 2.5, -0.5};
+
+std::array<double, 2> gradient_at(const std::array<double, 2>& theta) {
+  std::array<double, 2> g{0, 0};
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const double r = theta[0] * xs[i] + theta[1] - ys[i];
+    g[0] += r * xs[i] / double(xs.size());
+    g[1] += r / double(xs.size());
+  }
+  return g;
+}
+
+// Runs `steps` updates of `optimizer` through the library and returns theta.
+template <class Space, class Optimizer>
+std::array<double, 2> run_library(const Optimizer& optimizer, int steps) {
+  const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(
+      std::int64_t(xs.size()), 1, xs, ys);
+  auto step = gradsum::make_step<double>(Space(), Linear(1), SquaredError{}, optimizer);
+  auto theta = step.make_parameters();
+  fill(theta, {0.3, -0.2});
+  for (int k = 0; k < steps; ++k) step(theta, data);
+  const auto h = to_host(theta);
+  return {h[0], h[1]};
+}
+
+// Runs `steps` updates of the formula `rule(theta, g, k)` on the host.
+std::array<double, 2> run_formula(
+    int steps, const std::function<void(std::array<double, 2>&, const std::array<double, 2>&, int)>& rule) {
+  std::array<double, 2> theta{0.3, -0.2};
+  for (int k = 1; k <= steps; ++k) rule(theta, gradient_at(theta), k);
+  return theta;
+}
+
+void check_close(const std::array<double, 2>& a, const std::array<double, 2>& b) {
+  for (int j = 0; j < 2; ++j) CHECK(a[j] == doctest::Approx(b[j]).epsilon(1e-13));
+}
+
+std::vector<double> read_gz_text(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  REQUIRE_MESSAGE(f != nullptr, "cannot open " << path);
+  std::string text;
+  char buffer[4096];
+  int n = 0;
+  while ((n = gzread(f, buffer, sizeof buffer)) > 0) text.append(buffer, std::size_t(n));
+  gzclose(f);
+  std::istringstream in(text);
+  std::vector<double> values;
+  double v = 0;
+  while (in >> v) values.push_back(v);
+  return values;
+}
+
+// Solves the dense system A x = b (n x n, row-major) by Gaussian
+// elimination with partial pivoting, independently of the library.
+std::vector<double> solve(std::vector<double> A, std::vector<double> b) {
+  const int n = int(b.size());
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::fabs(A[r * n + c]) > std::fabs(A[p * n + c])) p = r;
+    for (int k = 0; k < n; ++k) std::swap(A[c * n + k], A[p * n + k]);
+    std::swap(b[c], b[p]);
+    for (int r = c + 1; r < n; ++r) {
+      const double f = A[r * n + c] / A[c * n + c];
+      for (int k = c; k < n; ++k) A[r * n + k] -= f * A[c * n + k];
+      b[r] -= f * b[c];
+    }
+  }
+  std::vector<double> x(n);
+  for (int r = n - 1; r >= 0; --r) {
+    double s = b[r];
+    for (int k = r + 1; k < n; ++k) s -= A[r * n + k] * x[k];
+    x[r] = s / A[r * n + r];
+  }
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("first-order updates follow their published formulas", Space,
+                          first_order) {
+  SUBCASE("SGD") {
+    check_close(run_library<Space>(gradsum::SGD{0.1}, 3),
+                run_formula(3, [](auto& t, const auto& g, int) {
+                  for (int j = 0; j < 2; ++j) t[j] -= 0.1 * g[j];
+                }));
+  }
+  SUBCASE("Momentum") {
+    std::array<double, 2> v{0, 0};
+    check_close(run_library<Space>(gradsum::Momentum{0.1, 0.8}, 3),
+                run_formula(3, [&](auto& t, const auto& g, int) {
+                  for (int j = 0; j < 2; ++j) {
+                    v[j] = 0.8 * v[j] + g[j];
+                    t[j] -= 0.1 * v[j];
+                  }
+                }));
+  }
+  SUBCASE("Nesterov: the look-ahead gradient") {
+    // Sutskever et al. 2013: v' = mu v - lr grad(theta + mu v), theta' = theta + v'.
+    // In the variable phi = theta + mu v this is the library's form; compare
+    // by running the look-ahead form and mapping back.
+    std::array<double, 2> v{0, 0}, theta{0.3, -0.2};
+    for (int k = 0; k < 3; ++k) {
+      std::array<double, 2> ahead{theta[0] + 0.7 * v[0], theta[1] + 0.7 * v[1]};
+      const auto g = gradient_at(ahead);
+      for (int j = 0; j < 2; ++j) {
+        v[j] = 0.7 * v[j] - 0.05 * g[j];
+        theta[j] += v[j];
+      }
+    }
+    const std::array<double, 2> phi{theta[0] + 0.7 * v[0], theta[1] + 0.7 * v[1]};
+    check_close(run_library<Space>(gradsum::Nesterov{0.05, 0.7}, 3), phi);
+  }
+  SUBCASE("AdaGrad") {
+    std::array<double, 2> G{0, 0};
+    check_close(run_library<Space>(gradsum::AdaGrad{0.2, 1e-10}, 3),
+                run_formula(3, [&](auto& t, const auto& g, int) {
+                  for (int j = 0; j < 2; ++j) {
+                    G[j] += g[j] * g[j];
+                    t[j] -= 0.2 * g[j] / (std::sqrt(G[j]) + 1e-10);
+                  }
+                }));
+  }
+  SUBCASE("RMSProp") {
+    std::array<double, 2> s{0, 0};
+    check_close(run_library<Space>(gradsum::RMSProp{0.01, 0.9, 1e-8}, 3),
+                run_formula(3, [&](auto& t, const auto& g, int) {
+                  for (int j = 0; j < 2; ++j) {
+                    s[j] = 0.9 * s[j] + 0.1 * g[j] * g[j];
+                    t[j] -= 0.01 * g[j] / (std::sqrt(s[j]) + 1e-8);
+                  }
+                }));
+  }
+  SUBCASE("Adam with bias correction") {
+    std::array<double, 2> m{0, 0}, v{0, 0};
+    check_close(run_library<Space>(gradsum::Adam{0.1, 0.9, 0.999, 1e-8}, 3),
+                run_formula(3, [&](auto& t, const auto& g, int k) {
+                  for (int j = 0; j < 2; ++j) {
+                    m[j] = 0.9 * m[j] + 0.1 * g[j];
+                    v[j] = 0.999 * v[j] + 0.001 * g[j] * g[j];
+                    const double mh = m[j] / (1 - std::pow(0.9, k));
+                    const double vh = v[j] / (1 - std::pow(0.999, k));
+                    t[j] -= 0.1 * mh / (std::sqrt(vh) + 1e-8);
+                  }
+                }));
+  }
+  SUBCASE("AdamW: decay decoupled from the adaptive scaling") {
+    std::array<double, 2> m{0, 0}, v{0, 0};
+    gradsum::AdamW adamw;
+    adamw.lr = 0.1;
+    adamw.weight_decay = 0.5;
+    check_close(run_library<Space>(adamw, 3),
+                run_formula(3, [&](auto& t, const auto& g, int k) {
+                  for (int j = 0; j < 2; ++j) {
+                    m[j] = 0.9 * m[j] + 0.1 * g[j];
+                    v[j] = 0.999 * v[j] + 0.001 * g[j] * g[j];
+                    const double mh = m[j] / (1 - std::pow(0.9, k));
+                    const double vh = v[j] / (1 - std::pow(0.999, k));
+                    t[j] -= 0.1 * (mh / (std::sqrt(vh) + 1e-8) + 0.5 * t[j]);
+                  }
+                }));
+  }
+  SUBCASE("a scheduled learning rate") {
+    const auto schedule = gradsum::Schedule::step_decay(2, 0.5).with_warmup(2);
+    // factors: warm-up 1/2, 2/2, then 1, 1, 0.5
+    check_close(run_library<Space>(gradsum::Scheduled<gradsum::SGD>(gradsum::SGD{0.2}, schedule), 5),
+                run_formula(5, [](auto& t, const auto& g, int k) {
+                  const double factor[] = {0, 0.5, 1.0, 1.0, 1.0, 0.5};
+                  for (int j = 0; j < 2; ++j) t[j] -= 0.2 * factor[k] * g[j];
+                }));
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(first_order, Spaces);
+
+TEST_CASE("learning-rate schedules match their closed forms") {
+  using gradsum::Schedule;
+  CHECK(Schedule::constant().factor(1000) == 1.0);
+  CHECK(Schedule::step_decay(3, 0.1).factor(2) == 1.0);
+  CHECK(Schedule::step_decay(3, 0.1).factor(7) == doctest::Approx(0.01));
+  CHECK(Schedule::exponential(0.9).factor(4) == doctest::Approx(0.6561));
+  CHECK(Schedule::cosine(10).factor(0) == doctest::Approx(1.0));
+  CHECK(Schedule::cosine(10).factor(5) == doctest::Approx(0.5));
+  CHECK(Schedule::cosine(10, 0.1).factor(10) == doctest::Approx(0.1));
+  CHECK(Schedule::cosine(10, 0.1).factor(50) == doctest::Approx(0.1));
+  CHECK(Schedule::constant().with_warmup(4).factor(0) == doctest::Approx(0.25));
+  CHECK(Schedule::constant().with_warmup(4).factor(3) == doctest::Approx(1.0));
+  CHECK(Schedule::exponential(0.5).with_warmup(2).factor(3) == doctest::Approx(0.5));
+  CHECK_THROWS_WITH_AS(Schedule::step_decay(0, 0.5).validate(),
+                       "gradsum::Schedule: every must be >= 1, got 0", gradsum::Error);
+  CHECK_THROWS_WITH_AS(Schedule::exponential(1.5).validate(),
+                       "gradsum::Schedule: gamma must be in (0, 1], got 1.5", gradsum::Error);
+}
+
+TEST_CASE_TEMPLATE_DEFINE("steepest descent with exact line search zig-zags to the minimum",
+                          Space, steepest_exact) {
+  // A 2-D ill-conditioned quadratic: least squares for (w, b) with
+  // features far from zero, so the Hessian [[E x^2, E x], [E x, 1]] has a
+  // condition number in the hundreds.
+  std::vector<double> x, y;
+  for (int i = 0; i < 50; ++i) {
+    x.push_back(1.0 + 0.3 * std::sin(1.7 * i));  // condition number about 50
+    y.push_back(2.0 * x.back() - 3.0 + 0.1 * std::cos(2.3 * i));
+  }
+  const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(50, 1, x, y);
+  gradsum::SteepestDescent sd;
+  sd.line_search = gradsum::SteepestDescent::LineSearch::exact;
+  auto step = gradsum::make_step<double>(Space(), Linear(1), SquaredError{}, sd);
+  auto theta = step.make_parameters();
+  // Known minimum from the normal equations.
+  double sx = 0, sxx = 0, sy = 0, sxy = 0;
+  for (int i = 0; i < 50; ++i) sx += x[i], sxx += x[i] * x[i], sy += y[i], sxy += x[i] * y[i];
+  const auto best = solve({sxx, sx, sx, 50.0}, {sxy, sy});
+
+  std::vector<double> previous;
+  double worst_cos = 0;
+  gradsum::StepResult r;
+  int it = 0;
+  for (; it < 3000; ++it) {
+    r = step(theta, data);
+    const auto g = to_host(step.gradient());  // the direction was -g
+    if (r.gradient_norm < 1e-12) break;
+    // Orthogonality holds exactly; in double it is measurable while the
+    // gradient's rounding error (about 1e-16 of the data's scale) stays
+    // below 1e-10 of its norm, that is while ||g|| > 1e-5.
+    if (!previous.empty() && r.gradient_norm > 1e-5) {
+      const double c = (g[0] * previous[0] + g[1] * previous[1]) /
+                       (std::hypot(g[0], g[1]) * std::hypot(previous[0], previous[1]));
+      worst_cos = std::max(worst_cos, std::fabs(c));
+    }
+    previous = g;
+  }
+  MESSAGE("exact line search: " << it << " steps, largest |cos| between successive directions "
+                                << worst_cos);
+  CHECK(it > 20);  // ill-conditioned: many zig-zag steps
+  CHECK(worst_cos <= 1e-10);
+  const auto w = to_host(theta);
+  CHECK(w[0] == doctest::Approx(best[0]).epsilon(1e-9));
+  CHECK(w[1] == doctest::Approx(best[1]).epsilon(1e-9));
+}
+TEST_CASE_TEMPLATE_APPLY(steepest_exact, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("Newton, L-BFGS and Adam find the same logistic-regression optimum",
+                          Space, logistic_optimum) {
+  const std::string path = sklearn_data + "breast_cancer.csv";
+  if (!std::ifstream(path)) {
+    MESSAGE("skipped: " << path << " is missing (Debian package python3-sklearn)");
+    return;
+  }
+  auto table = gradsum::read_csv(path);
+  gradsum::StandardScaler::fit(table).transform(table);
+  using Data = gradsum::Dataset<double, typename Space::memory_space>;
+  const auto data = Data::from_host(std::int64_t(table.num_rows), int(table.num_features),
+                                    table.features, table.targets);
+  const gradsum::Objective objective{0.01, true};
+  const Linear model(int(table.num_features));
+
+  auto newton = gradsum::make_step<double>(Space(), model, gradsum::BinaryCrossEntropy{},
+                                           gradsum::Newton{}, objective);
+  auto theta_newton = newton.make_parameters();
+  gradsum::StepResult r;
+  int iterations = 0;
+  for (; iterations < 10; ++iterations) {
+    r = newton(theta_newton, data);
+    if (r.gradient_norm <= 1e-8) break;
+  }
+  r = newton.evaluate(theta_newton, data);
+  MESSAGE("Newton: gradient norm " << r.gradient_norm << " after " << iterations << " steps");
+  CHECK(r.gradient_norm <= 1e-8);
+
+  auto lbfgs = gradsum::make_step<double>(Space(), model, gradsum::BinaryCrossEntropy{},
+                                          gradsum::LBFGS{}, objective);
+  auto theta_lbfgs = lbfgs.make_parameters();
+  for (int k = 0; k < 200 && lbfgs.evaluate(theta_lbfgs, data).gradient_norm > 1e-9; ++k)
+    lbfgs(theta_lbfgs, data);
+  CHECK(lbfgs.evaluate(theta_lbfgs, data).gradient_norm <= 1e-9);
+  CHECK(relative_distance(to_host(theta_lbfgs), to_host(theta_newton), 31) <= 1e-5);
+
+  // Adam run long with a decaying rate settles on the same point.
+  gradsum::Adam adam;
+  adam.lr = 0.02;
+  auto adam_step = gradsum::make_step<double>(
+      Space(), model, gradsum::BinaryCrossEntropy{},
+      gradsum::Scheduled<gradsum::Adam>(adam, gradsum::Schedule::cosine(2500)), objective);
+  auto theta_adam = adam_step.make_parameters();
+  for (int k = 0; k < 2500; ++k) adam_step(theta_adam, data);
+  const double adam_distance = relative_distance(to_host(theta_adam), to_host(theta_newton), 31);
+  MESSAGE("Adam: relative distance to the Newton optimum " << adam_distance);
+  CHECK(adam_distance <= 1e-5);
+}
+TEST_CASE_TEMPLATE_APPLY(logistic_optimum, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("Newton solves least squares in one step (diabetes data)", Space,
+                          newton_least_squares) {
+  const std::string features = sklearn_data + "diabetes_data_raw.csv.gz";
+  const std::string targets = sklearn_data + "diabetes_target.csv.gz";
+  if (!std::ifstream(features) || !std::ifstream(targets)) {
+    MESSAGE("skipped: the diabetes files are missing (Debian package python3-sklearn)");
+    return;
+  }
+  auto x = read_gz_text(features);
+  const auto y = read_gz_text(targets);
+  const int d = 10;
+  const std::int64_t n = std::int64_t(y.size());
+  REQUIRE(x.size() == std::size_t(n) * d);
+  // Standardise the features so the normal equations are well conditioned.
+  for (int j = 0; j < d; ++j) {
+    double mean = 0, var = 0;
+    for (std::int64_t i = 0; i < n; ++i) mean += x[i * d + j] / double(n);
+    for (std::int64_t i = 0; i < n; ++i) var += (x[i * d + j] - mean) * (x[i * d + j] - mean) / double(n);
+    for (std::int64_t i = 0; i < n; ++i) x[i * d + j] = (x[i * d + j] - mean) / std::sqrt(var);
+  }
+  // Normal equations with the bias column.
+  const int m = d + 1;
+  std::vector<double> A(std::size_t(m) * m, 0.0), b(std::size_t(m), 0.0);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (int r = 0; r < m; ++r) {
+      const double xr = r < d ? x[i * d + r] : 1.0;
+      for (int c = 0; c < m; ++c) A[r * m + c] += xr * (c < d ? x[i * d + c] : 1.0);
+      b[r] += xr * y[i];
+    }
+  const auto expected = solve(A, b);
+
+  const auto data =
+      gradsum::Dataset<double, typename Space::memory_space>::from_host(n, d, x, y);
+  gradsum::Newton newton;
+  newton.line_search = false;
+  auto step = gradsum::make_step<double>(Space(), Linear(d), SquaredError{}, newton);
+  auto theta = step.make_parameters();
+  step(theta, data);
+  const auto w = to_host(theta);
+  CHECK(relative_distance(w, expected, std::size_t(m)) <= 1e-10);
+  CHECK(step.evaluate(theta, data).gradient_norm <= 1e-8);
+}
+TEST_CASE_TEMPLATE_APPLY(newton_least_squares, Spaces);
+
+TEST_CASE("stopping rules fire on the aggregated values") {
+  gradsum::Stopper by_gradient(gradsum::StoppingRules{0, 1e-6, 0});
+  CHECK(by_gradient.check(1, {1.0, 1e-3, 10}) == gradsum::StopReason::none);
+  CHECK(by_gradient.check(2, {1.0, 1e-7, 10}) == gradsum::StopReason::gradient_norm);
+  gradsum::Stopper by_loss(gradsum::StoppingRules{0, 0, 1e-3});
+  CHECK(by_loss.check(1, {1.0, 1.0, 10}) == gradsum::StopReason::none);
+  CHECK(by_loss.check(2, {0.5, 1.0, 10}) == gradsum::StopReason::none);
+  CHECK(by_loss.check(3, {0.49999, 1.0, 10}) == gradsum::StopReason::loss_change);
+  gradsum::Stopper by_steps(gradsum::StoppingRules{3, 0, 0});
+  CHECK(by_steps.check(2, {1.0, 1.0, 10}) == gradsum::StopReason::none);
+  CHECK(by_steps.check(3, {1.0, 1.0, 10}) == gradsum::StopReason::max_steps);
+  CHECK_THROWS_WITH_AS(gradsum::Stopper(gradsum::StoppingRules{-1, 0, 0}),
+                       "gradsum::StoppingRules: max_steps must be >= 0, got -1", gradsum::Error);
+}
+
+TEST_CASE_TEMPLATE_DEFINE("bad hyperparameters are rejected with their names", Space,
+                          bad_hyperparameters) {
+  auto build = [](auto optimizer) {
+    return gradsum::make_step<double>(Space(), Linear(2), SquaredError{}, optimizer);
+  };
+  CHECK_THROWS_WITH_AS(build(gradsum::Momentum{-0.1, 0.9}),
+                       "gradsum::Momentum: learning rate lr must be positive and finite, got -0.1",
+                       gradsum::Error);
+  CHECK_THROWS_WITH_AS(build(gradsum::Nesterov{0.1, 1.0}),
+                       "gradsum::Nesterov: momentum must be in [0, 1), got 1", gradsum::Error);
+  CHECK_THROWS_WITH_AS(build(gradsum::Adam{0.1, 1.2}),
+                       "gradsum::Adam: beta1 must be in [0, 1), got 1.2", gradsum::Error);
+  CHECK_THROWS_WITH_AS(build(gradsum::Adam{0.1, 0.9, -0.5}),
+                       "gradsum::Adam: beta2 must be in [0, 1), got -0.5", gradsum::Error);
+  CHECK_THROWS_WITH_AS(build(gradsum::Adam{0.1, 0.9, 0.999, 0.0}),
+                       "gradsum::Adam: eps must be positive and finite, got 0", gradsum::Error);
+  CHECK_THROWS_WITH_AS(build(gradsum::RMSProp{0.1, 0.9, -1.0}),
+                       "gradsum::RMSProp: eps must be positive and finite, got -1", gradsum::Error);
+  CHECK_THROWS_WITH_AS(build(gradsum::AdaGrad{0.0}),
+                       "gradsum::AdaGrad: learning rate lr must be positive and finite, got 0",
+                       gradsum::Error);
+  gradsum::AdamW adamw;
+  adamw.weight_decay = -1;
+  CHECK_THROWS_WITH_AS(build(adamw),
+                       "gradsum::AdamW: weight_decay must be non-negative and finite, got -1",
+                       gradsum::Error);
+  gradsum::LBFGS lbfgs;
+  lbfgs.m = 0;
+  CHECK_THROWS_WITH_AS(build(lbfgs), "gradsum::LBFGS: history m must be >= 1, got 0",
+                       gradsum::Error);
+  gradsum::Newton newton;
+  newton.lr = -1.0;
+  CHECK_THROWS_WITH_AS(build(newton),
+                       "gradsum::Newton: learning rate lr must be positive and finite, got -1",
+                       gradsum::Error);
+  // Exact line search needs a quadratic objective.
+  const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(
+      2, 2, {1, 2, 3, 4}, {0, 1});
+  gradsum::SteepestDescent sd;
+  sd.line_search = gradsum::SteepestDescent::LineSearch::exact;
+  auto step = gradsum::make_step<double>(Space(), Linear(2), gradsum::BinaryCrossEntropy{}, sd);
+  auto theta = step.make_parameters();
+  CHECK_THROWS_WITH_AS(step(theta, data),
+                       doctest::Contains("exact line search is for quadratic objectives"),
+                       gradsum::Error);
+}
+TEST_CASE_TEMPLATE_APPLY(bad_hyperparameters, Spaces);
