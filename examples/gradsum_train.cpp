@@ -66,15 +66,15 @@ std::vector<double> host_values(const View& v) {
   return std::vector<double>(h.data(), h.data() + h.extent(0));
 }
 
-template <class Space, class Model, class Loss>
-int train(const Options& o, const gradsum::Table& table, const Model& model,
-          const Loss& loss, const Aggregation& aggregation) {
+template <class Space, class Model, class Loss, class Optimizer>
+int train(const Options& o, const gradsum::Table& table, const Model& model, const Loss& loss,
+          const Optimizer& optimizer, const Aggregation& aggregation) {
   using Data = gradsum::Dataset<double, typename Space::memory_space>;
   const Data data = Data::from_host(std::int64_t(table.num_rows),
                                     int(table.num_features), table.features,
                                     table.targets);
   const Space space;
-  auto step = gradsum::make_step<double>(space, model, loss, gradsum::SGD{o.lr},
+  auto step = gradsum::make_step<double>(space, model, loss, optimizer,
                                          gradsum::Objective{o.l2, true}, gradsum::Analytic{},
                                          gradsum::Sum{}, aggregation);
   const int rank = aggregation.rank(), ranks = aggregation.size();
@@ -88,23 +88,33 @@ int train(const Options& o, const gradsum::Table& table, const Model& model,
     return 0;
   }
 
-  say("gradsum-train: %s model, %s loss, %zu samples x %zu features, "
+  say("gradsum-train: %s model, %s loss, %s optimizer, %zu samples x %zu features, "
       "%d parameters, space %s, %d rank%s, %s\n",
-      model.name(), loss.name(), table.num_rows, table.num_features,
+      model.name(), loss.name(), o.optimizer.c_str(), table.num_rows, table.num_features,
       step.num_parameters(), gradsum::space_name<Space>().c_str(), ranks,
       ranks == 1 ? "" : "s",
       o.batch == 0 ? "full batch" : ("batch " + std::to_string(o.batch)).c_str());
   gradsum::MiniBatchSampler<typename Space::memory_space> sampler(
       data.num_samples(), o.batch, o.seed);
+  gradsum::Stopper stopper(gradsum::StoppingRules{o.max_steps, o.grad_tol, o.loss_tol});
+  auto reason = gradsum::StopReason::none;
+  std::int64_t steps = 0;
   gradsum::StepResult r;
-  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+  for (int epoch = 1; epoch <= o.epochs && reason == gradsum::StopReason::none; ++epoch) {
     sampler.shuffle(epoch - 1);
-    for (std::int64_t b = 0; b < sampler.num_batches(); ++b)
-      step(theta, data, sampler.batch(b, ranks, rank));
+    for (std::int64_t b = 0; b < sampler.num_batches(); ++b) {
+      // The result describes the parameters before this update; every
+      // rank holds the same aggregated values and stops together.
+      r = step(theta, data, sampler.batch(b, ranks, rank));
+      reason = stopper.check(++steps, r);
+      if (reason != gradsum::StopReason::none) break;
+    }
     r = step.evaluate(theta, data, my_rows);  // the whole training objective
     say("epoch %d loss=%.6g grad_norm=%.6g\n", epoch, r.loss, r.gradient_norm);
     std::fflush(stdout);
   }
+  if (reason != gradsum::StopReason::none)
+    say("stopped after %lld steps: %s\n", static_cast<long long>(steps), gradsum::describe(reason));
   r = step.evaluate(theta, data, my_rows);
   say("final loss=%.10g grad_norm=%.10g", r.loss, r.gradient_norm);
   if constexpr (gradsum::is_classifier_loss_v<Loss>) {
@@ -117,22 +127,78 @@ int train(const Options& o, const gradsum::Table& table, const Model& model,
   return 0;
 }
 
+// The optimizer the flags ask for; first-order methods follow --schedule.
+template <class Space, class Model, class Loss>
+int with_optimizer(const Options& o, const gradsum::Table& table, const Model& model,
+                   const Loss& loss, const Aggregation& aggregation) {
+  auto schedule = gradsum_train::parse_schedule(o.schedule).with_warmup(o.warmup);
+  auto first_order = [&](auto optimizer) {
+    if (o.lr_given) optimizer.lr = o.lr;
+    return train<Space>(o, table, model, loss,
+                        gradsum::Scheduled<decltype(optimizer)>(optimizer, schedule), aggregation);
+  };
+  const std::string& name = o.optimizer;
+  if (name == "sgd") return first_order(gradsum::SGD{o.lr});
+  if (name == "momentum") return first_order(gradsum::Momentum{0.01, o.momentum});
+  if (name == "nesterov") return first_order(gradsum::Nesterov{0.01, o.momentum});
+  if (name == "adagrad") {
+    gradsum::AdaGrad a;
+    if (o.eps > 0) a.eps = o.eps;
+    return first_order(a);
+  }
+  if (name == "rmsprop") {
+    gradsum::RMSProp a;
+    if (o.eps > 0) a.eps = o.eps;
+    return first_order(a);
+  }
+  if (name == "adam" || name == "adamw") {
+    auto configure = [&](auto a) {
+      a.beta1 = o.beta1;
+      a.beta2 = o.beta2;
+      if (o.eps > 0) a.eps = o.eps;
+      if (o.weight_decay >= 0) a.weight_decay = o.weight_decay;
+      return first_order(a);
+    };
+    return name == "adam" ? configure(gradsum::Adam{}) : configure(gradsum::AdamW{});
+  }
+  if (name == "newton") {
+    gradsum::Newton newton;
+    if (o.lr_given) newton.lr = o.lr;
+    return train<Space>(o, table, model, loss, newton, aggregation);
+  }
+  if (name == "steepest") {
+    gradsum::SteepestDescent sd;
+    if (o.lr_given) sd.initial_step = o.lr;
+    if (o.line_search == "exact") sd.line_search = gradsum::SteepestDescent::LineSearch::exact;
+    else if (!o.line_search.empty() && o.line_search != "armijo")
+      gradsum::detail::fail("--line-search: steepest takes armijo or exact, got '", o.line_search, "'");
+    return train<Space>(o, table, model, loss, sd, aggregation);
+  }
+  gradsum::LBFGS lbfgs;
+  lbfgs.m = o.history;
+  if (o.line_search == "armijo") lbfgs.line_search = gradsum::LBFGS::LineSearch::armijo;
+  else if (!o.line_search.empty() && o.line_search != "wolfe")
+    gradsum::detail::fail("--line-search: lbfgs takes wolfe or armijo, got '", o.line_search, "'");
+  return train<Space>(o, table, model, loss, lbfgs, aggregation);
+}
+
 template <class Space>
 int run_on(const Options& o, const gradsum::Table& table, const Aggregation& aggregation) {
   const int d = int(table.num_features);
   if (o.model == "linear")
-    return train<Space>(o, table, gradsum::Linear(d), gradsum::SquaredError{}, aggregation);
+    return with_optimizer<Space>(o, table, gradsum::Linear(d), gradsum::SquaredError{},
+                                 aggregation);
   if (o.model == "logistic")
-    return train<Space>(o, table, gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
-                        aggregation);
+    return with_optimizer<Space>(o, table, gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
+                                 aggregation);
   double classes = 0;
   for (double y : table.targets) classes = y + 1 > classes ? y + 1 : classes;
   if (!(classes >= 2 && classes <= gradsum::max_outputs))
     gradsum::detail::fail(table.source, ": softmax needs integer class labels 0 … C-1 with ",
                           "2 <= C <= ", gradsum::max_outputs, "; the largest label is ",
                           classes - 1);
-  return train<Space>(o, table, gradsum::Softmax(d, int(classes)),
-                      gradsum::SoftmaxCrossEntropy{}, aggregation);
+  return with_optimizer<Space>(o, table, gradsum::Softmax(d, int(classes)),
+                               gradsum::SoftmaxCrossEntropy{}, aggregation);
 }
 
 template <class... Spaces>

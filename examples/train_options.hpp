@@ -5,6 +5,10 @@
 // parser can be tested (and fuzzed) on its own.
 
 #include <gradsum/core/error.hpp>
+#include <gradsum/optimizer/schedule.hpp>
+
+#include <algorithm>
+#include <iterator>
 
 #include <cerrno>
 #include <cmath>
@@ -21,6 +25,19 @@ struct Options {
   std::string model = "logistic";  // linear | logistic | softmax
   std::string optimizer = "sgd";
   double lr = 0.1;
+  bool lr_given = false;  // otherwise the optimizer's own default (SGD: 0.1)
+  double momentum = 0.9;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = -1;           // < 0: the optimizer's default
+  double weight_decay = -1;  // < 0: the optimizer's default
+  std::string schedule = "constant";
+  std::int64_t warmup = 0;
+  std::string line_search;  // empty: the optimizer's default
+  int history = 10;
+  std::int64_t max_steps = 0;
+  double grad_tol = 0;
+  double loss_tol = 0;
   int epochs = 10;
   std::int64_t batch = 0;  // 0 = full batch
   double l2 = 0.0;
@@ -42,8 +59,22 @@ inline const char* usage() {
          "  --data FILE            the CSV file (required)\n"
          "  --target-column K      0-based column of the target (default: last)\n"
          "  --model M              linear | logistic | softmax (default logistic)\n"
-         "  --optimizer sgd        the optimizer (default sgd)\n"
-         "  --lr X                 learning rate > 0 (default 0.1)\n"
+         "  --optimizer NAME       sgd | momentum | nesterov | adagrad | rmsprop | adam |\n"
+         "                         adamw | newton | steepest | lbfgs (default sgd)\n"
+         "  --lr X                 learning rate > 0 (default 0.1 for sgd, else the\n"
+         "                         optimizer's own: adam 0.001, newton 1 …)\n"
+         "  --momentum X           momentum, nesterov: coefficient in [0, 1) (0.9)\n"
+         "  --beta1 X, --beta2 X   adam, adamw: moment decays in [0, 1) (0.9, 0.999)\n"
+         "  --eps X                adagrad, rmsprop, adam, adamw: denominator term > 0\n"
+         "  --weight-decay X       adam, adamw: decoupled decay >= 0 (adamw 0.01)\n"
+         "  --schedule S           learning rate of first-order methods: constant,\n"
+         "                         step:EVERY:GAMMA, exp:GAMMA, cosine:TOTAL[:MIN]\n"
+         "  --warmup N             linear warm-up over the first N steps\n"
+         "  --line-search L        steepest: armijo | exact; lbfgs: wolfe | armijo\n"
+         "  --history M            lbfgs: pairs kept, >= 1 (10)\n"
+         "  --max-steps N          stop after N steps (0 = no limit)\n"
+         "  --grad-tol X           stop when the gradient norm is <= X\n"
+         "  --loss-tol X           stop when the objective changes by <= X relatively\n"
          "  --epochs E             passes over the data, >= 0 (default 10)\n"
          "  --batch B              mini-batch size, 0 = full batch (default 0)\n"
          "  --l2 X                 L2 penalty >= 0 on weights (default 0)\n"
@@ -80,6 +111,41 @@ inline std::int64_t parse_integer(const std::string& flag, const std::string& te
 
 }  // namespace detail
 
+/// A --schedule value: constant, step:EVERY:GAMMA, exp:GAMMA or
+/// cosine:TOTAL[:MIN]; throws naming the flag on anything else.
+inline gradsum::Schedule parse_schedule(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (;;) {
+    const auto colon = text.find(':', start);
+    parts.push_back(text.substr(start, colon - start));
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  const std::string flag = "--schedule";
+  gradsum::Schedule schedule;
+  if (parts[0] == "constant" && parts.size() == 1) {
+    schedule = gradsum::Schedule::constant();
+  } else if (parts[0] == "step" && parts.size() == 3) {
+    schedule = gradsum::Schedule::step_decay(detail::parse_integer(flag, parts[1], 1, INT64_MAX),
+                                             detail::parse_double(flag, parts[2]));
+  } else if (parts[0] == "exp" && parts.size() == 2) {
+    schedule = gradsum::Schedule::exponential(detail::parse_double(flag, parts[1]));
+  } else if (parts[0] == "cosine" && (parts.size() == 2 || parts.size() == 3)) {
+    schedule = gradsum::Schedule::cosine(detail::parse_integer(flag, parts[1], 1, INT64_MAX),
+                                         parts.size() == 3 ? detail::parse_double(flag, parts[2]) : 0.0);
+  } else {
+    gradsum::detail::fail("--schedule: expected constant, step:EVERY:GAMMA, exp:GAMMA or "
+                          "cosine:TOTAL[:MIN], got '", text, "'");
+  }
+  try {
+    schedule.validate();
+  } catch (const gradsum::Error& e) {
+    gradsum::detail::fail("--schedule: ", e.what());
+  }
+  return schedule;
+}
+
 /// Parses the arguments (program name excluded). Throws gradsum::Error
 /// naming the flag and the value on anything it cannot accept. Arguments
 /// starting with --kokkos- are left to Kokkos.
@@ -102,11 +168,49 @@ inline Options parse(const std::vector<std::string>& args) {
                               o.model, "'");
     } else if (flag == "--optimizer") {
       o.optimizer = value();
-      if (o.optimizer != "sgd")
-        gradsum::detail::fail("--optimizer: expected sgd, got '", o.optimizer, "'");
+      static const char* known[] = {"sgd",  "momentum", "nesterov", "adagrad",  "rmsprop",
+                                    "adam", "adamw",    "newton",   "steepest", "lbfgs"};
+      if (std::find(std::begin(known), std::end(known), o.optimizer) == std::end(known))
+        gradsum::detail::fail("--optimizer: expected sgd, momentum, nesterov, adagrad, rmsprop, "
+                              "adam, adamw, newton, steepest or lbfgs, got '",
+                              o.optimizer, "'");
     } else if (flag == "--lr") {
       o.lr = detail::parse_double(flag, value());
+      o.lr_given = true;
       if (!(o.lr > 0)) gradsum::detail::fail("--lr: must be positive, got ", o.lr);
+    } else if (flag == "--momentum") {
+      o.momentum = detail::parse_double(flag, value());
+    } else if (flag == "--beta1") {
+      o.beta1 = detail::parse_double(flag, value());
+    } else if (flag == "--beta2") {
+      o.beta2 = detail::parse_double(flag, value());
+    } else if (flag == "--eps") {
+      o.eps = detail::parse_double(flag, value());
+      if (!(o.eps > 0)) gradsum::detail::fail("--eps: must be positive, got ", o.eps);
+    } else if (flag == "--weight-decay") {
+      o.weight_decay = detail::parse_double(flag, value());
+      if (o.weight_decay < 0)
+        gradsum::detail::fail("--weight-decay: must be non-negative, got ", o.weight_decay);
+    } else if (flag == "--schedule") {
+      o.schedule = value();
+      parse_schedule(o.schedule);  // rejects a malformed one now
+    } else if (flag == "--warmup") {
+      o.warmup = detail::parse_integer(flag, value(), 0, INT64_MAX);
+    } else if (flag == "--line-search") {
+      o.line_search = value();
+      if (o.line_search != "armijo" && o.line_search != "wolfe" && o.line_search != "exact")
+        gradsum::detail::fail("--line-search: expected armijo, wolfe or exact, got '",
+                              o.line_search, "'");
+    } else if (flag == "--history") {
+      o.history = int(detail::parse_integer(flag, value(), 1, 1000));
+    } else if (flag == "--max-steps") {
+      o.max_steps = detail::parse_integer(flag, value(), 0, INT64_MAX);
+    } else if (flag == "--grad-tol") {
+      o.grad_tol = detail::parse_double(flag, value());
+      if (o.grad_tol < 0) gradsum::detail::fail("--grad-tol: must be non-negative, got ", o.grad_tol);
+    } else if (flag == "--loss-tol") {
+      o.loss_tol = detail::parse_double(flag, value());
+      if (o.loss_tol < 0) gradsum::detail::fail("--loss-tol: must be non-negative, got ", o.loss_tol);
     } else if (flag == "--epochs") {
       o.epochs = int(detail::parse_integer(flag, value(), 0, 100000000));
     } else if (flag == "--batch") {
