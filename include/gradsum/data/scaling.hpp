@@ -77,9 +77,12 @@ inline StandardScaler StandardScaler::fit(const Table& table) {
     std::frexp(a, &exponent[j]);
   }
 
-  // Pass 1: Neumaier-compensated sum of the scaled values.
-  std::vector<double> sum(d, 0.0);
-  std::vector<double> carry(d, 0.0);
+  // Pass 1: Neumaier-compensated sum of the scaled values. The per-column
+  // accumulators share one allocation (separate vectors trip a false
+  // -Wfree-nonheap-object in GCC 12 at -O3 under C++20).
+  std::vector<double> work(4 * d, 0.0);
+  double* sum = work.data();
+  double* carry = sum + d;
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < d; ++j) {
       const double v = std::ldexp(x[i * d + j], -exponent[j]);
@@ -97,8 +100,8 @@ inline StandardScaler StandardScaler::fit(const Table& table) {
   }
 
   // Pass 2: corrected sum of squared deviations.
-  std::vector<double> dev(d, 0.0);
-  std::vector<double> dev2(d, 0.0);
+  double* dev = carry + d;
+  double* dev2 = dev + d;
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < d; ++j) {
       const double e = std::ldexp(x[i * d + j], -exponent[j]) - scaled_mean[j];
