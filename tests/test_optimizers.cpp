@@ -408,6 +408,19 @@ TEST_CASE_TEMPLATE_DEFINE("bad hyperparameters are rejected with their names", S
   CHECK_THROWS_WITH_AS(build(newton),
                        "gradsum::Newton: learning rate lr must be positive and finite, got -1",
                        gradsum::Error);
+  // Newton refuses models above its documented size limit.
+  {
+    const auto wide = gradsum::Dataset<double, typename Space::memory_space>::from_host(
+        2, 3, {1, 2, 3, 4, 5, 6}, {0, 1});
+    gradsum::Newton small;
+    small.max_parameters = 3;
+    auto step = gradsum::make_step<double>(Space(), Linear(3), SquaredError{}, small);
+    auto theta = step.make_parameters();
+    CHECK_THROWS_WITH_AS(step(theta, wide),
+                         doctest::Contains("gradsum::Newton: the model has 4 parameters, above "
+                                           "the Newton limit of 3"),
+                         gradsum::Error);
+  }
   // Exact line search needs a quadratic objective.
   const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(
       2, 2, {1, 2, 3, 4}, {0, 1});
