@@ -40,9 +40,18 @@ class Linear {
   template <class Scalar>
   KOKKOS_FUNCTION void forward(const Scalar* theta, const Scalar* x,
                                Scalar* z) const {
-    Scalar s = theta[d_];
-    for (int j = 0; j < d_; ++j) s += theta[j] * x[j];
-    z[0] = s;
+    // Four independent partial sums: the dot product is otherwise one
+    // dependent chain of additions, slower than reading x from memory.
+    Scalar s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int j = 0;
+    for (; j + 4 <= d_; j += 4) {
+      s0 += theta[j] * x[j];
+      s1 += theta[j + 1] * x[j + 1];
+      s2 += theta[j + 2] * x[j + 2];
+      s3 += theta[j + 3] * x[j + 3];
+    }
+    for (; j < d_; ++j) s0 += theta[j] * x[j];
+    z[0] = theta[d_] + ((s0 + s1) + (s2 + s3));
   }
 
   /// g += dz[0] * (x, 1): the gradient of dz . z with respect to (w, b).

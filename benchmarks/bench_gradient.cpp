@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// The gradient pass against the memory bandwidth, per enabled backend:
+// one evaluate() of a linear model reads every feature and target once, so
+// its floor is bytes(X, y) / bandwidth. The bandwidth is measured in the
+// same run by a plain read-reduction over an array of the same size, and
+// each benchmark reports `bw_fraction` = achieved bytes/s / that bandwidth.
+//
+//   bench_gradient [--benchmark_filter=REGEX] [--benchmark_out=FILE.json]
+
+#include <gradsum/gradsum.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <type_traits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <class Space>
+double seconds_of(const Space& space, const std::function<void()>& work) {
+  space.fence();
+  const auto start = Clock::now();
+  work();
+  space.fence();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Best-of-5 read bandwidth (bytes/s) of a sum over an array of `bytes`
+// bytes, read as 64-bit words so that the reference measures memory, not
+// the latency of a float reduction chain.
+template <class Space>
+double read_bandwidth(const Space& space, std::size_t bytes) {
+  const std::size_t count = bytes / sizeof(double);
+  Kokkos::View<double*, typename Space::memory_space> a("gradsum::bench::read", count);
+  Kokkos::deep_copy(a, 1.0);
+  double best = 1e300;
+  for (int rep = 0; rep < 6; ++rep) {
+    double sum = 0;
+    const double t = seconds_of(space, [&] {
+      Kokkos::parallel_reduce(
+          "gradsum::bench::read_reduction", Kokkos::RangePolicy<Space>(space, 0, count),
+          KOKKOS_LAMBDA(std::size_t i, double& acc) { acc += a(i); }, sum);
+    });
+    if (rep > 0) best = std::min(best, t);  // the first touches the pages
+    benchmark::DoNotOptimize(sum);
+  }
+  return double(count * sizeof(double)) / best;
+}
+
+enum class Kind { linear, logistic, softmax };
+
+template <class Space, class Scalar, Kind kind>
+void gradient_pass(benchmark::State& state) {
+  const auto n = std::int64_t(state.range(0));
+  const int d = int(state.range(1));
+  const int classes = 4;
+  using Memory = typename Space::memory_space;
+  using Data = gradsum::Dataset<Scalar, Memory>;
+  typename Data::features_view x(Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::bench::x"), n, d);
+  typename Data::targets_view y(Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::bench::y"), n);
+  {
+    auto hx = Kokkos::create_mirror_view(x);
+    auto hy = Kokkos::create_mirror_view(y);
+    std::mt19937 rng(7);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (int j = 0; j < d; ++j) hx(i, j) = Scalar(normal(rng));
+      hy(i) = kind == Kind::linear ? Scalar(normal(rng)) : Scalar(rng() % (kind == Kind::softmax ? classes : 2));
+    }
+    Kokkos::deep_copy(x, hx);
+    Kokkos::deep_copy(y, hy);
+  }
+  const Data data(x, y);
+  const Space space;
+  double total_seconds = 0;
+  auto run = [&](auto model, auto loss) {
+    auto step = gradsum::make_step<Scalar>(space, model, loss);
+    auto theta = step.make_parameters();
+    Kokkos::deep_copy(theta, Scalar(0.01));
+    step.evaluate(theta, data);  // checks the data once, warms up
+    for (auto _ : state) {
+      const double t = seconds_of(space, [&] { step.evaluate(theta, data); });
+      state.SetIterationTime(t);
+      total_seconds += t;
+    }
+  };
+  if constexpr (kind == Kind::softmax)
+    run(gradsum::Softmax(d, classes), gradsum::SoftmaxCrossEntropy{});
+  else if constexpr (kind == Kind::logistic)
+    run(gradsum::Linear(d), gradsum::BinaryCrossEntropy{});
+  else
+    run(gradsum::Linear(d), gradsum::SquaredError{});
+
+  const double bytes = double(n) * (d + 1) * sizeof(Scalar);
+  const double bandwidth = read_bandwidth(space, std::size_t(bytes));
+  state.SetBytesProcessed(std::int64_t(bytes) * state.iterations());
+  state.SetItemsProcessed(n * state.iterations());
+  const double achieved = bytes * double(state.iterations()) / total_seconds;
+  state.counters["read_bw_GBps"] = bandwidth / 1e9;
+  state.counters["achieved_GBps"] = achieved / 1e9;
+  state.counters["bw_fraction"] = achieved / bandwidth;
+}
+
+template <class Space, class Scalar, Kind kind>
+void register_case(const char* model, std::int64_t n, int d) {
+  const std::string name = std::string("gradient_pass/") + gradsum::space_name<Space>() + "/" +
+                           (sizeof(Scalar) == 4 ? "float" : "double") + "/" + model;
+  benchmark::RegisterBenchmark(name.c_str(), gradient_pass<Space, Scalar, kind>)
+      ->Args({n, d})
+      ->ArgNames({"n", "d"})
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->MinTime(0.2);
+}
+
+template <class... Spaces>
+void register_all(std::tuple<Spaces...>*) {
+  auto per_space = [](auto* tag) {
+    using Space = std::remove_pointer_t<decltype(tag)>;
+    for (std::int64_t n : {10000, 1000000, 4000000}) {
+      register_case<Space, float, Kind::logistic>("logistic", n, 32);
+      register_case<Space, double, Kind::logistic>("logistic", n, 32);
+    }
+    register_case<Space, float, Kind::logistic>("logistic", 250000, 256);
+    register_case<Space, double, Kind::linear>("linear", 1000000, 16);
+    register_case<Space, float, Kind::linear>("linear", 1000000, 64);
+    register_case<Space, double, Kind::softmax>("softmax", 100000, 64);
+  };
+  (per_space(static_cast<Spaces*>(nullptr)), ...);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  register_all(static_cast<gradsum::ExecutionSpaces*>(nullptr));
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
