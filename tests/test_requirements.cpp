@@ -6,14 +6,18 @@
 
 #include <doctest/doctest.h>
 
-namespace {
+// A named namespace: the broken fakes are only looked at by the traits, and
+// in an unnamed one nvcc warns that their members are never referenced.
+namespace fakes {
 
+// The step's kernels call num_outputs(), num_parameters() and
+// is_regularized(j) as well as forward and backward: all KOKKOS_FUNCTION.
 struct MinimalModel {
   static const char* name() { return "minimal"; }
   int num_features() const { return 1; }
-  int num_outputs() const { return 1; }
-  int num_parameters() const { return 1; }
-  bool is_regularized(int) const { return true; }
+  KOKKOS_FUNCTION int num_outputs() const { return 1; }
+  KOKKOS_FUNCTION int num_parameters() const { return 1; }
+  KOKKOS_FUNCTION bool is_regularized(int) const { return true; }
   template <class S>
   KOKKOS_FUNCTION void forward(const S* theta, const S* x, S* z) const { z[0] = theta[0] * x[0]; }
   template <class S>
@@ -46,7 +50,12 @@ struct OptimizerWithoutStateSize {
   void allocate(int) {}
 };
 
-}  // namespace
+}  // namespace fakes
+
+using fakes::LossWithoutDerivative;
+using fakes::MinimalModel;
+using fakes::ModelWithoutBackward;
+using fakes::OptimizerWithoutStateSize;
 
 static_assert(gradsum::is_model_v<gradsum::Linear>);
 static_assert(gradsum::is_model_v<gradsum::Softmax, float>);

@@ -31,6 +31,7 @@
 #include <gradsum/gradient/central_difference.hpp>
 #include <gradsum/gradient/gradient_check.hpp>
 
+#include <gradsum/reduction/reproducible.hpp>
 #include <gradsum/reduction/sum.hpp>
 
 #include <gradsum/aggregation/local.hpp>

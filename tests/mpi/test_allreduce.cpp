@@ -7,6 +7,9 @@
 
 #include <mpi.h>
 
+#include <cstring>
+#include <random>
+
 using namespace gradsum_test;
 using gradsum::Allreduce;
 using gradsum::BinaryCrossEntropy;
@@ -268,3 +271,56 @@ TEST_CASE_TEMPLATE_DEFINE("every optimizer follows the same trajectory on any ra
   CHECK(trajectory_distance<Space>(gradsum::LBFGS{}, 0) <= 1e-10);
 }
 TEST_CASE_TEMPLATE_APPLY(optimizer_trajectories, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("reproducible: the same bits on any number of ranks", Space,
+                          reproducible_ranks) {
+  using Memory = typename Space::memory_space;
+  // Magnitudes from 1e-8 to 1e8 with heavy cancellation in the targets.
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int> decade(-8, 8);
+  const std::int64_t n = 103;
+  const int d = 4;
+  std::vector<double> x, y;
+  for (std::int64_t i = 0; i < n * d; ++i) x.push_back(unit(rng) * std::pow(10.0, decade(rng)));
+  for (std::int64_t i = 0; i < n; ++i)
+    y.push_back((i % 2 ? 1.0 : -1.0) * 1e8 + unit(rng) * std::pow(10.0, decade(rng)));
+  const auto data = Data<Space, double>::from_host(n, d, x, y);
+  const gradsum::Objective objective{0.01, true};
+  auto local = gradsum::make_step<double>(Space(), Linear(d), SquaredError{}, gradsum::SGD{1e-17},
+                                          objective, gradsum::Analytic{}, gradsum::Reproducible{});
+  auto distributed = gradsum::make_step<double>(
+      Space(), Linear(d), SquaredError{}, gradsum::SGD{1e-17}, objective, gradsum::Analytic{},
+      gradsum::Reproducible{}, Allreduce(MPI_COMM_WORLD));
+  auto a = local.make_parameters();
+  auto b = distributed.make_parameters();
+  fill(a, random_vector(5, 8, 1e-3));
+  fill(b, random_vector(5, 8, 1e-3));
+  INFO("ranks = " << world_size());
+
+  const auto whole = local.evaluate(a, data);
+  const auto mine = distributed.evaluate(b, data, gradsum::partition(n, world_size(), world_rank()));
+  auto bits = [](const auto& view) {
+    const auto h = to_host(view);
+    std::vector<unsigned char> bytes(h.size() * sizeof(double));
+    std::memcpy(bytes.data(), h.data(), bytes.size());
+    return bytes;
+  };
+  CHECK(bits(distributed.gradient()) == bits(local.gradient()));
+  CHECK(bits(distributed.sums()) == bits(local.sums()));
+  CHECK(std::memcmp(&mine.loss, &whole.loss, sizeof(double)) == 0);
+  CHECK(std::memcmp(&mine.gradient_norm, &whole.gradient_norm, sizeof(double)) == 0);
+
+  // A 20-step run with mini-batches of 9 lands on the same bits.
+  gradsum::MiniBatchSampler<Memory> sampler(n, 9, 3);
+  int steps = 0;
+  for (std::int64_t epoch = 0; steps < 20; ++epoch) {
+    sampler.shuffle(epoch);
+    for (std::int64_t k = 0; k < sampler.num_batches() && steps < 20; ++k, ++steps) {
+      local(a, data, sampler.batch(k));
+      distributed(b, data, sampler.batch(k, world_size(), world_rank()));
+    }
+  }
+  CHECK(bits(a) == bits(b));
+}
+TEST_CASE_TEMPLATE_APPLY(reproducible_ranks, Spaces);

@@ -30,6 +30,11 @@ struct Local {
   template <class ExecutionSpace, class View>
   void aggregate(const ExecutionSpace& /*space*/, const View& /*buffer*/) {}
 
+  /// Element-wise maximum of integer `values` over processes: nothing to
+  /// do with one process.
+  template <class ExecutionSpace, class View>
+  void aggregate_max(const ExecutionSpace& /*space*/, const View& /*values*/) {}
+
   /// Checks that every process built the same step: with one process only
   /// the local error, if any, is thrown.
   static void agree(const Signature& /*signature*/, const std::string& local_error) {

@@ -160,6 +160,13 @@ struct has_aggregate<A, S, std::void_t<decltype(std::declval<A&>().aggregate(
                                std::declval<const host_view<S>&>()))>>
     : std::true_type {};
 template <class A, class = void>
+struct has_aggregate_max : std::false_type {};
+template <class A>
+struct has_aggregate_max<A, std::void_t<decltype(std::declval<A&>().aggregate_max(
+                                std::declval<const Kokkos::DefaultHostExecutionSpace&>(),
+                                std::declval<const host_view<std::int64_t>&>()))>>
+    : std::true_type {};
+template <class A, class = void>
 struct has_agree : std::false_type {};
 template <class A>
 struct has_agree<A, std::void_t<decltype(std::declval<A&>().agree(
@@ -177,6 +184,9 @@ struct has_first_error<A, std::void_t<decltype(std::string(std::declval<A&>().fi
 /// Whether M meets the Model contract for data of type S: num_features(),
 /// num_outputs(), num_parameters(), is_regularized(j), name(),
 /// forward(theta, x, z) and backward(theta, x, dz, g) on S pointers.
+/// Kernels call num_outputs(), num_parameters(), is_regularized(j),
+/// forward and backward, so those must be KOKKOS_FUNCTION (a CUDA build
+/// rejects host-only ones).
 template <class M, class S = double>
 struct is_model
     : std::conjunction<detail::has_num_features<M>, detail::has_num_outputs<M>,

@@ -77,35 +77,23 @@ class Allreduce {
     direct_ = mode_ == DeviceBuffers::direct ||
               (mode_ == DeviceBuffers::automatic &&
                (host_accessible || mpi::reports_device_support()));
-    if (!direct_) staging_.resize(length * sizeof(Scalar));
+    if (!direct_ && staging_.size() < length * sizeof(Scalar))
+      staging_.resize(length * sizeof(Scalar));
   }
 
   /// Sums `buffer` over all processes, in place. Fences `space` first.
   /// Blocking; collective.
   template <class ExecutionSpace, class View>
   void aggregate(const ExecutionSpace& space, const View& buffer) {
-    using Scalar = typename View::non_const_value_type;
-    space.fence();
-    const auto n = buffer.extent(0);
     ++*calls_;
-    if (direct_) {
-      mpi::check(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), int(n), mpi::datatype<Scalar>(),
-                               MPI_SUM, comm_.get()),
-                 "MPI_Allreduce");
-      return;
-    }
-    if (staging_.size() < n * sizeof(Scalar))
-      detail::fail("gradsum::Allreduce::aggregate: buffer of ", n,
-                   " values exceeds the staging buffer; call allocate() first");
-    Kokkos::View<Scalar*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
-        reinterpret_cast<Scalar*>(staging_.data()), n);
-    Kokkos::deep_copy(space, host, buffer);
-    space.fence();
-    mpi::check(MPI_Allreduce(MPI_IN_PLACE, host.data(), int(n), mpi::datatype<Scalar>(),
-                             MPI_SUM, comm_.get()),
-               "MPI_Allreduce");
-    Kokkos::deep_copy(space, buffer, host);
-    space.fence();
+    allreduce(space, buffer, MPI_SUM);
+  }
+
+  /// Element-wise maximum of `values` over all processes, in place (the
+  /// bin windows of the Reproducible reduction). Blocking; collective.
+  template <class ExecutionSpace, class View>
+  void aggregate_max(const ExecutionSpace& space, const View& values) {
+    allreduce(space, values, MPI_MAX);
   }
 
   /// Checks in one small collective that every process built the same
@@ -158,6 +146,31 @@ class Allreduce {
   }
 
  private:
+  template <class ExecutionSpace, class View>
+  void allreduce(const ExecutionSpace& space, const View& buffer, MPI_Op op) {
+    using Value = typename View::non_const_value_type;
+    space.fence();
+    const auto n = buffer.extent(0);
+    if (direct_) {
+      mpi::check(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), int(n), mpi::datatype<Value>(), op,
+                               comm_.get()),
+                 "MPI_Allreduce");
+      return;
+    }
+    if (staging_.size() < n * sizeof(Value))
+      detail::fail("gradsum::Allreduce: buffer of ", n,
+                   " values exceeds the staging buffer; call allocate() first");
+    Kokkos::View<Value*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
+        reinterpret_cast<Value*>(staging_.data()), n);
+    Kokkos::deep_copy(space, host, buffer);
+    space.fence();
+    mpi::check(MPI_Allreduce(MPI_IN_PLACE, host.data(), int(n), mpi::datatype<Value>(), op,
+                             comm_.get()),
+               "MPI_Allreduce");
+    Kokkos::deep_copy(space, buffer, host);
+    space.fence();
+  }
+
   mpi::Communicator comm_;
   DeviceBuffers mode_;
   bool direct_ = true;

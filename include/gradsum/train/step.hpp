@@ -10,6 +10,7 @@
 #include <gradsum/data/rows.hpp>
 #include <gradsum/gradient/analytic.hpp>
 #include <gradsum/optimizer/sgd.hpp>
+#include <gradsum/reduction/reproducible.hpp>
 #include <gradsum/reduction/sum.hpp>
 
 #include <cmath>
@@ -112,6 +113,24 @@ struct HessianBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
     this->model.forward(this->theta, xi, z);
     this->loss.second_derivative(z, this->model.num_outputs(), this->y(r), d2);
     this->model.hessian(this->theta, xi, d2, acc);
+  }
+};
+
+template <class R, class = void>
+struct is_binned_reduction : std::false_type {};
+template <class R>
+struct is_binned_reduction<R, std::enable_if_t<R::binned>> : std::true_type {};
+
+/// Routes a gradient policy's reduce() call to a binned reduction's
+/// reduce_bins() into the step's bin buffer.
+template <class Reduction, class Scalar, class Bins>
+struct BinsTarget {
+  const Reduction& reduction;
+  Bins bins;
+  template <class ExecutionSpace, class Body, class OutView>
+  void reduce(const ExecutionSpace& space, const std::string& label, std::int64_t n, int width,
+              const Body& body, const OutView&) const {
+    reduction.template reduce_bins<Scalar>(space, label, n, width, body, bins);
   }
 };
 
@@ -263,6 +282,9 @@ class Step {
   // The aggregated buffer: P gradient sums, then the loss sum, the sample
   // count and the number of failed workers, so one message carries all.
   static constexpr int slots = 3;
+  // Whether the reduction keeps integer bins that the step aggregates.
+  static constexpr bool binned = detail::is_binned_reduction<Reduction>::value;
+  using bins_view = Kokkos::View<std::int64_t*, typename ExecutionSpace::memory_space>;
 
  public:
   using execution_space = ExecutionSpace;
@@ -309,6 +331,14 @@ class Step {
     state_ = state_view("gradsum::step::optimizer_state",
                         std::size_t(optimizer_.state_size(P)), std::size_t(P));
     aggregation_.template allocate<Scalar, memory_space>(std::size_t(P) + slots);
+    if constexpr (binned) {
+      const std::size_t width = std::size_t(P) + 1;
+      bin_work_ = bins_view("gradsum::step::bins", width * (detail::binned_width + 1));
+      bin_message_ = bins_view("gradsum::step::bins_message", width * detail::binned_width + 2);
+      windows_ = bins_view("gradsum::step::bin_windows", width);
+      norm_bins_ = bins_view("gradsum::step::norm_bins", 2 * (detail::binned_width + 1));
+      aggregation_.template allocate<std::int64_t, memory_space>(bin_message_.extent(0));
+    }
     if (detail::needs_hessian<Optimizer>::value) allocate_hessian();
   }
 
@@ -366,22 +396,24 @@ class Step {
     // the buffer's last slot, which every worker sees after aggregation.
     std::string local_error = check_shapes(theta, data, rows);
     if (local_error.empty()) local_error = check_rows_once(data);
-    {
-      detail::ScopedRegion region("gradsum::step::gradient");
-      auto tail = Kokkos::subview(sums_, Kokkos::make_pair(P + 1, P + slots));
-      if (local_error.empty()) {
-        gradient_.sum(space_, model_, loss_, reduction_, theta, data, rows,
-                      sums_, work_);
-        host_tail_(0) = Scalar(rows.size());
-        host_tail_(1) = Scalar(0);
-      } else {
-        Kokkos::deep_copy(space_, sums_, Scalar(0));
-        host_tail_(0) = Scalar(0);
-        host_tail_(1) = Scalar(1);
+    if constexpr (binned) {
+      binned_sums(theta, data, rows, local_error.empty());
+    } else {
+      {
+        detail::ScopedRegion region("gradsum::step::gradient");
+        auto tail = Kokkos::subview(sums_, Kokkos::make_pair(P + 1, P + slots));
+        if (local_error.empty()) {
+          gradient_.sum(space_, model_, loss_, reduction_, theta, data, rows,
+                        sums_, work_);
+          host_tail_(0) = Scalar(rows.size());
+          host_tail_(1) = Scalar(0);
+        } else {
+          Kokkos::deep_copy(space_, sums_, Scalar(0));
+          host_tail_(0) = Scalar(0);
+          host_tail_(1) = Scalar(1);
+        }
+        Kokkos::deep_copy(space_, tail, host_tail_);
       }
-      Kokkos::deep_copy(space_, tail, host_tail_);
-    }
-    {
       detail::ScopedRegion region("gradsum::step::aggregate");
       aggregation_.aggregate(space_, sums_);
     }
@@ -404,11 +436,19 @@ class Step {
                                      parameters_view>;
     Kokkos::View<Scalar*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
         norms(host_norms_.data(), 2);
-    Kokkos::parallel_reduce(
-        "gradsum::step::finalize", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, P),
-        Functor{2, model_, sums_, theta, gradient_view_, Scalar(scale),
-                Scalar(objective_.l2)},
-        norms);
+    const Functor finalize{2, model_, sums_, theta, gradient_view_, Scalar(scale),
+                           Scalar(objective_.l2)};
+    if constexpr (binned) {
+      // The norms too are the same bits whatever the thread count.
+      reduction_.template reduce_bins<Scalar>(space_, "gradsum::step::finalize", P, 2,
+                                              finalize, norm_bins_);
+      auto bins = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), norm_bins_);
+      norms(0) = Scalar(detail::binned_value(bins.data()));
+      norms(1) = Scalar(detail::binned_value(bins.data() + detail::binned_width));
+    } else {
+      Kokkos::parallel_reduce("gradsum::step::finalize",
+                              Kokkos::RangePolicy<ExecutionSpace>(space_, 0, P), finalize, norms);
+    }
     StepResult result;
     result.loss = loss_sum * scale + objective_.l2 / 2 * double(norms(1));
     result.gradient_norm = std::sqrt(double(norms(0)));
@@ -494,6 +534,83 @@ class Step {
   template <class Theta, class Data>
   StepResult operator()(const Theta& theta, const Data& data) {
     return (*this)(theta, data, data.all_rows());
+  }
+
+  /// Part of evaluate() with the Reproducible reduction (public only
+  /// because CUDA lambdas cannot live in private members): integer bins per
+  /// coordinate, their windows agreed across workers (one small
+  /// max-collective), the bins summed across workers as integers in one
+  /// message with the count and failure count, then rounded once into
+  /// sums(). Collective.
+  template <class Theta, class Data, class Rows>
+  void binned_sums(const Theta& theta, const Data& data, const Rows& rows, bool ok) {
+    static_assert(std::is_same<Gradient, Analytic>::value,
+                  "gradsum::Step: the Reproducible reduction needs the Analytic gradient policy");
+    static_assert(detail::has_aggregate_max<Aggregation>::value,
+                  "gradsum::Step: the Reproducible reduction needs an Aggregation with "
+                  "`aggregate_max(space, values)`");
+    const int P = num_parameters();
+    const int width = P + 1;
+    constexpr int w = detail::binned_width;
+    {
+      detail::ScopedRegion region("gradsum::step::gradient");
+      if (ok) {
+        detail::BinsTarget<Reduction, Scalar, bins_view> target{reduction_, bin_work_};
+        gradient_.sum(space_, model_, loss_, target, theta, data, rows, sums_, work_);
+      } else {
+        auto empty = bin_work_;
+        Kokkos::parallel_for(
+            "gradsum::step::binned_empty", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, width),
+            KOKKOS_LAMBDA(int j) {
+              empty(w * j) = detail::empty_window;
+              for (int k = 1; k < w; ++k) empty(w * j + k) = 0;
+            });
+      }
+    }
+    detail::ScopedRegion region("gradsum::step::aggregate");
+    auto work = bin_work_;
+    auto message = bin_message_;
+    auto windows = windows_;
+    Kokkos::parallel_for(
+        "gradsum::step::binned_windows", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, width),
+        KOKKOS_LAMBDA(int j) { windows(j) = work(w * j); });
+    aggregation_.aggregate_max(space_, windows_);
+    const std::int64_t count = ok ? std::int64_t(rows.size()) : 0;
+    const std::int64_t failed = ok ? 0 : 1;
+    Kokkos::parallel_for(
+        "gradsum::step::binned_align", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, width),
+        KOKKOS_LAMBDA(int j) {
+          std::int64_t acc[w];
+          for (int k = 0; k < w; ++k) acc[k] = work(w * j + k);
+          const std::int64_t t = windows(j);
+          if (t == detail::poisoned_window || t == detail::empty_window) {
+            for (int k = 1; k < w; ++k) acc[k] = 0;
+          } else if (acc[0] == detail::empty_window || acc[0] == detail::poisoned_window) {
+            for (int k = 1; k < w; ++k) acc[k] = 0;  // a poisoned rank poisons t
+          } else {
+            detail::raise_window(acc, t);
+          }
+          message(w * j) = 0;  // the window travels in `windows`
+          for (int k = 1; k < w; ++k) message(w * j + k) = acc[k];
+          if (j == 0) {
+            message(w * width) = count;
+            message(w * width + 1) = failed;
+          }
+        });
+    aggregation_.aggregate(space_, bin_message_);
+    auto sums = sums_;
+    Kokkos::parallel_for(
+        "gradsum::step::binned_round", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, width),
+        KOKKOS_LAMBDA(int j) {
+          std::int64_t acc[w];
+          acc[0] = windows(j);
+          for (int k = 1; k < w; ++k) acc[k] = message(w * j + k);
+          sums(j) = Scalar(detail::binned_value(acc));
+          if (j == 0) {
+            sums(width) = Scalar(message(w * width));
+            sums(width + 1) = Scalar(message(w * width + 1));
+          }
+        });
   }
 
   /// The gradient of J from the last evaluation (length P).
@@ -619,6 +736,7 @@ class Step {
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_norms_;
   Kokkos::View<Scalar[1], Kokkos::HostSpace> host_failures_;
   state_view state_;
+  bins_view bin_work_, bin_message_, windows_, norm_bins_;
   parameters_view hessian_sums_;
   typename parameters_view::HostMirror host_hessian_sums_;
   std::vector<double> hessian_;

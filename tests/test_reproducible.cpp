@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Reproducible reduction: the same bits for any order of the samples,
+// any thread count (ctest runs this binary with 1 and 2 threads) and any
+// backend, and no less accurate than plain double summation.
+
+#include "test_helpers.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+using namespace gradsum_test;
+using gradsum::Linear;
+using gradsum::Softmax;
+
+namespace {
+
+// Features with magnitudes from 1e-8 to 1e8 and targets that cancel
+// heavily: the plain sum's last bits depend on the order.
+HostProblem hostile_problem(std::int64_t n, int d, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int> decade(-8, 8);
+  HostProblem p;
+  p.n = n;
+  p.d = d;
+  for (std::int64_t i = 0; i < n * d; ++i) p.x.push_back(unit(rng) * std::pow(10.0, decade(rng)));
+  for (std::int64_t i = 0; i < n; ++i)
+    p.y.push_back((i % 2 ? 1.0 : -1.0) * 1e8 + unit(rng) * std::pow(10.0, decade(rng)));
+  return p;
+}
+
+template <class View>
+std::vector<unsigned char> bits_of(const View& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  std::vector<unsigned char> bytes(h.extent(0) * sizeof(typename View::value_type));
+  std::memcpy(bytes.data(), h.data(), bytes.size());
+  return bytes;
+}
+
+// The summed gradient and loss over the rows `order` (a RowList), bits.
+template <class Space, class Scalar, class Model, class Loss>
+std::vector<unsigned char> reproducible_sums(const HostProblem& p, const Model& model,
+                                             const Loss& loss, const std::vector<double>& theta,
+                                             const std::vector<std::int64_t>& order) {
+  using Memory = typename Space::memory_space;
+  const auto data = gradsum::Dataset<Scalar, Memory>::from_host(p.n, p.d, p.x, p.y);
+  auto step = gradsum::make_step<Scalar>(Space(), model, loss, gradsum::SGD{},
+                                         gradsum::Objective{0.0, false}, gradsum::Analytic{},
+                                         gradsum::Reproducible{});
+  auto t = step.make_parameters();
+  fill(t, theta);
+  Kokkos::View<std::int64_t*, Memory> index("index", order.size());
+  auto h = Kokkos::create_mirror_view(index);
+  for (std::size_t i = 0; i < order.size(); ++i) h(i) = order[i];
+  Kokkos::deep_copy(index, h);
+  step.evaluate(t, data, gradsum::RowList<Memory>{index, 0, std::int64_t(order.size())});
+  return bits_of(Kokkos::subview(step.sums(), Kokkos::make_pair(0, step.num_parameters() + 1)));
+}
+
+template <class... S, class F>
+void for_each_space(std::tuple<S...>*, F&& f) {
+  (f(static_cast<S*>(nullptr)), ...);
+}
+
+template <class Scalar, class Model, class Loss>
+void check_order_and_backend_independence(const Model& model, const Loss& loss, Kind kind) {
+  auto p = hostile_problem(301, model.num_features(), 42);
+  if (kind != Kind::regression)
+    for (std::int64_t i = 0; i < p.n; ++i) p.y[i] = double(i % model.num_outputs());
+  const auto theta = random_vector(std::size_t(model.num_parameters()), 43, 1e-3);
+  std::vector<std::int64_t> order(std::size_t(p.n));
+  std::iota(order.begin(), order.end(), 0);
+  using First = std::tuple_element_t<0, Spaces>;
+  const auto reference = reproducible_sums<First, Scalar>(p, model, loss, theta, order);
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 4; ++trial) {
+    std::shuffle(order.begin(), order.end(), rng);
+    for_each_space(static_cast<Spaces*>(nullptr), [&](auto* tag) {
+      using Space = std::remove_pointer_t<decltype(tag)>;
+      const auto bits = reproducible_sums<Space, Scalar>(p, model, loss, theta, order);
+      INFO(gradsum::space_name<Space>() << ", trial " << trial);
+      CHECK(bits == reference);
+    });
+  }
+}
+
+}  // namespace
+
+TEST_CASE("reproducible sums: the same bits for every order and backend") {
+  check_order_and_backend_independence<double>(Linear(6), gradsum::SquaredError{},
+                                               Kind::regression);
+  check_order_and_backend_independence<float>(Linear(6), gradsum::SquaredError{},
+                                              Kind::regression);
+  check_order_and_backend_independence<double>(Softmax(5, 3), gradsum::SoftmaxCrossEntropy{},
+                                               Kind::multiclass);
+}
+
+TEST_CASE("reproducible sums: parts of a batch, bitwise") {
+  // Rows split into 1-8 contiguous parts, each evaluated on its own and
+  // merged as bins, equal the whole batch's bits; the plain parts' sums,
+  // added in floating point, generally do not.
+  using Space = std::tuple_element_t<0, Spaces>;
+  using Memory = Space::memory_space;
+  const auto p = hostile_problem(97, 4, 5);
+  const auto data = gradsum::Dataset<double, Memory>::from_host(p.n, p.d, p.x, p.y);
+  auto step = gradsum::make_step<double>(Space(), Linear(4), gradsum::SquaredError{},
+                                         gradsum::SGD{}, gradsum::Objective{0.0, false},
+                                         gradsum::Analytic{}, gradsum::Reproducible{});
+  auto theta = step.make_parameters();
+  fill(theta, random_vector(5, 9, 1e-3));
+  step.evaluate(theta, data);
+  const auto whole = bits_of(Kokkos::subview(step.sums(), Kokkos::make_pair(0, 6)));
+  for (int parts = 1; parts <= 8; ++parts) {
+    // Merge the parts' bins exactly as the step merges workers.
+    std::vector<std::int64_t> merged(6 * gradsum::detail::binned_width);
+    for (std::size_t j = 0; j < 6; ++j) merged[j * gradsum::detail::binned_width] = gradsum::detail::empty_window;
+    for (int part = 0; part < parts; ++part) {
+      const auto rows = gradsum::partition(p.n, parts, part);
+      Kokkos::View<std::int64_t*, Memory> bins("bins", 6 * (gradsum::detail::binned_width + 1));
+      const auto body = gradsum::detail::AnalyticBody<Linear, gradsum::SquaredError, double,
+                                                      decltype(data.features()),
+                                                      decltype(data.targets()), gradsum::RowRange>{
+          {Linear(4), gradsum::SquaredError{}, theta.data(), data.features(), data.targets(), rows}, 5};
+      gradsum::Reproducible{}.reduce_bins<double>(Space(), "test", rows.size(), 6, body, bins);
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), bins);
+      for (std::size_t j = 0; j < 6; ++j)
+        gradsum::detail::binned_merge(&merged[j * gradsum::detail::binned_width],
+                                      &h(j * gradsum::detail::binned_width));
+    }
+    std::vector<double> values(6);
+    for (std::size_t j = 0; j < 6; ++j)
+      values[j] = gradsum::detail::binned_value(&merged[j * gradsum::detail::binned_width]);
+    std::vector<unsigned char> bytes(values.size() * sizeof(double));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    CHECK_MESSAGE(bytes == whole, parts << " parts");
+  }
+}
+
+TEST_CASE("reproducible sums are at least as accurate as plain double sums") {
+  // sum_i x_i with a known exact value: pairs (+big_i, -big_i) cancel
+  // exactly, and small terms that are exact multiples of 2^-40 add up to a
+  // known total.
+  std::mt19937_64 rng(11);
+  std::vector<double> values;
+  double exact_small = 0;  // exact: few terms, all multiples of 2^-40 below 2^10
+  for (int i = 0; i < 2000; ++i) {
+    const double big = std::ldexp(double(rng() % 1000000 + 1), int(rng() % 40));
+    values.push_back(big);
+    values.push_back(-big);
+    const double small = std::ldexp(double(rng() % 1024), -40);
+    values.push_back(small);
+    exact_small += small;
+  }
+  std::shuffle(values.begin(), values.end(), rng);
+  double plain = 0;
+  std::vector<std::int64_t> acc{gradsum::detail::empty_window, 0, 0, 0};
+  for (double v : values) {
+    plain += v;
+    gradsum::detail::binned_add(acc.data(), v);
+  }
+  const double reproducible = gradsum::detail::binned_value(acc.data());
+  MESSAGE("exact " << exact_small << ", plain error " << std::fabs(plain - exact_small)
+                   << ", reproducible error " << std::fabs(reproducible - exact_small));
+  CHECK(std::fabs(reproducible - exact_small) <= std::fabs(plain - exact_small));
+  // The method's bound: each value loses less than one unit of the lowest
+  // bin of the window, 2^(32 (t - 2)) with t = floor(e_max / 32), here
+  // e_max <= 60, so t = 1 and the unit is 2^-32.
+  CHECK(std::fabs(reproducible - exact_small) <= double(values.size()) * std::ldexp(1.0, -32));
+
+  // Non-finite values poison the sum.
+  std::vector<std::int64_t> poisoned{gradsum::detail::empty_window, 0, 0, 0};
+  gradsum::detail::binned_add(poisoned.data(), 1.0);
+  gradsum::detail::binned_add(poisoned.data(), std::numeric_limits<double>::infinity());
+  CHECK(std::isnan(gradsum::detail::binned_value(poisoned.data())));
+  // Subnormal and huge magnitudes split exactly.
+  for (double v : {4.9e-324, 1e-310, 1e300, -3.5e307, 0.1, -7.0}) {
+    std::vector<std::int64_t> one{gradsum::detail::empty_window, 0, 0, 0};
+    gradsum::detail::binned_add(one.data(), v);
+    const double back = gradsum::detail::binned_value(one.data());
+    INFO("v = " << v << ", back = " << back);
+    CHECK(back == v);
+  }
+}
+
+TEST_CASE_TEMPLATE_DEFINE("reproducible training agrees with the plain sum to rounding", Space,
+                          reproducible_training) {
+  const auto problem = random_problem(200, 5, Kind::binary, 2, 3);
+  const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(
+      problem.n, problem.d, problem.x, problem.y);
+  auto plain = gradsum::make_step<double>(Space(), Linear(5), gradsum::BinaryCrossEntropy{},
+                                          gradsum::SGD{0.5});
+  auto exact = gradsum::make_step<double>(Space(), Linear(5), gradsum::BinaryCrossEntropy{},
+                                          gradsum::SGD{0.5}, gradsum::Objective{},
+                                          gradsum::Analytic{}, gradsum::Reproducible{});
+  auto a = plain.make_parameters();
+  auto b = exact.make_parameters();
+  gradsum::StepResult ra, rb;
+  for (int k = 0; k < 20; ++k) {
+    ra = plain(a, data);
+    rb = exact(b, data);
+  }
+  CHECK(relative_distance(to_host(b), to_host(a), 6) <= 1e-12);
+  CHECK(rb.loss == doctest::Approx(ra.loss).epsilon(1e-12));
+  CHECK(rb.count == 200);
+}
+TEST_CASE_TEMPLATE_APPLY(reproducible_training, Spaces);
