@@ -323,3 +323,25 @@ TEST_CASE_TEMPLATE_DEFINE("rejected inputs name what was wrong", Space, rejected
   }
 }
 TEST_CASE_TEMPLATE_APPLY(rejected, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("data and parameters in any memory space the space can access", Space,
+                          memory_spaces) {
+  // The same problem with data in the space's own memory and, where the
+  // space can read it, in host memory: the same gradient. (Memory it
+  // cannot read is rejected at compile time: tests/compile_fail.)
+  const auto p = random_problem(20, 3, Kind::regression, 1, 4);
+  auto native = gradsum::make_step<double>(Space(), Linear(3), SquaredError{});
+  auto theta = native.make_parameters();
+  fill(theta, {0.1, -0.2, 0.3, 0.05});
+  const auto own = gradsum::Dataset<double, typename Space::memory_space>::from_host(p.n, p.d, p.x, p.y);
+  native.evaluate(theta, own);
+  const auto expected = to_host(native.gradient());
+  if constexpr (Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible) {
+    const auto host = gradsum::Dataset<double, Kokkos::HostSpace>::from_host(p.n, p.d, p.x, p.y);
+    Kokkos::View<double*, Kokkos::HostSpace> host_theta("theta", 4);
+    Kokkos::deep_copy(host_theta, theta);
+    native.evaluate(host_theta, host);
+    CHECK(relative_distance(to_host(native.gradient()), expected, 4) <= 1e-15);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(memory_spaces, Spaces);
