@@ -23,8 +23,8 @@ class Environment {
                  "MPI_Init_thread");
       owns_mpi_ = true;
     }
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    mpi::check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+    mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
     if (!Kokkos::is_initialized()) {
       Kokkos::initialize(argc, argv);
       owns_kokkos_ = true;

@@ -337,6 +337,7 @@ class Step {
       bin_message_ = bins_view("gradsum::step::bins_message", width * detail::binned_width + 2);
       windows_ = bins_view("gradsum::step::bin_windows", width);
       norm_bins_ = bins_view("gradsum::step::norm_bins", 2 * (detail::binned_width + 1));
+      host_norm_bins_ = Kokkos::create_mirror_view(Kokkos::HostSpace(), norm_bins_);
       aggregation_.template allocate<std::int64_t, memory_space>(bin_message_.extent(0));
     }
     if (detail::needs_hessian<Optimizer>::value) allocate_hessian();
@@ -442,9 +443,10 @@ class Step {
       // The norms too are the same bits whatever the thread count.
       reduction_.template reduce_bins<Scalar>(space_, "gradsum::step::finalize", P, 2,
                                               finalize, norm_bins_);
-      auto bins = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), norm_bins_);
-      norms(0) = Scalar(detail::binned_value(bins.data()));
-      norms(1) = Scalar(detail::binned_value(bins.data() + detail::binned_width));
+      Kokkos::deep_copy(space_, host_norm_bins_, norm_bins_);
+      space_.fence();
+      norms(0) = Scalar(detail::binned_value(host_norm_bins_.data()));
+      norms(1) = Scalar(detail::binned_value(host_norm_bins_.data() + detail::binned_width));
     } else {
       Kokkos::parallel_reduce("gradsum::step::finalize",
                               Kokkos::RangePolicy<ExecutionSpace>(space_, 0, P), finalize, norms);
@@ -737,6 +739,7 @@ class Step {
   Kokkos::View<Scalar[1], Kokkos::HostSpace> host_failures_;
   state_view state_;
   bins_view bin_work_, bin_message_, windows_, norm_bins_;
+  typename bins_view::HostMirror host_norm_bins_;
   parameters_view hessian_sums_;
   typename parameters_view::HostMirror host_hessian_sums_;
   std::vector<double> hessian_;
