@@ -74,9 +74,10 @@ int train(const Options& o, const gradsum::Table& table, const Model& model, con
                                     int(table.num_features), table.features,
                                     table.targets);
   const Space space;
-  auto step = gradsum::make_step<double>(space, model, loss, optimizer,
-                                         gradsum::Objective{o.l2, true}, gradsum::Analytic{},
-                                         gradsum::Sum{}, aggregation);
+  const gradsum::Objective objective{
+      o.l2, true, o.skip_nonfinite ? gradsum::NonFinite::skip : gradsum::NonFinite::throw_error};
+  auto step = gradsum::make_step<double>(space, model, loss, optimizer, objective,
+                                         gradsum::Analytic{}, gradsum::Sum{}, aggregation);
   const int rank = aggregation.rank(), ranks = aggregation.size();
   const auto my_rows = gradsum::partition(data.num_samples(), ranks, rank);
   auto theta = step.make_parameters();
@@ -115,6 +116,9 @@ int train(const Options& o, const gradsum::Table& table, const Model& model, con
   }
   if (reason != gradsum::StopReason::none)
     say("stopped after %lld steps: %s\n", static_cast<long long>(steps), gradsum::describe(reason));
+  if (step.skipped_steps() > 0)
+    say("skipped %lld steps with a non-finite loss or gradient\n",
+        static_cast<long long>(step.skipped_steps()));
   r = step.evaluate(theta, data, my_rows);
   say("final loss=%.10g grad_norm=%.10g", r.loss, r.gradient_norm);
   if constexpr (gradsum::is_classifier_loss_v<Loss>) {

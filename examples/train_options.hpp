@@ -38,6 +38,7 @@ struct Options {
   std::int64_t max_steps = 0;
   double grad_tol = 0;
   double loss_tol = 0;
+  bool skip_nonfinite = false;  // --on-nonfinite skip
   int epochs = 10;
   std::int64_t batch = 0;  // 0 = full batch
   double l2 = 0.0;
@@ -75,6 +76,8 @@ inline const char* usage() {
          "  --max-steps N          stop after N steps (0 = no limit)\n"
          "  --grad-tol X           stop when the gradient norm is <= X\n"
          "  --loss-tol X           stop when the objective changes by <= X relatively\n"
+         "  --on-nonfinite A       throw (default: stop with the rank and sample) or skip\n"
+         "                         (leave the parameters, count the step as skipped)\n"
          "  --epochs E             passes over the data, >= 0 (default 10)\n"
          "  --batch B              mini-batch size, 0 = full batch (default 0)\n"
          "  --l2 X                 L2 penalty >= 0 on weights (default 0)\n"
@@ -208,6 +211,11 @@ inline Options parse(const std::vector<std::string>& args) {
     } else if (flag == "--grad-tol") {
       o.grad_tol = detail::parse_double(flag, value());
       if (o.grad_tol < 0) gradsum::detail::fail("--grad-tol: must be non-negative, got ", o.grad_tol);
+    } else if (flag == "--on-nonfinite") {
+      const std::string& action = value();
+      if (action != "throw" && action != "skip")
+        gradsum::detail::fail("--on-nonfinite: expected throw or skip, got '", action, "'");
+      o.skip_nonfinite = action == "skip";
     } else if (flag == "--loss-tol") {
       o.loss_tol = detail::parse_double(flag, value());
       if (o.loss_tol < 0) gradsum::detail::fail("--loss-tol: must be non-negative, got ", o.loss_tol);

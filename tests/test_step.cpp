@@ -345,3 +345,41 @@ TEST_CASE_TEMPLATE_DEFINE("data and parameters in any memory space the space can
   }
 }
 TEST_CASE_TEMPLATE_APPLY(memory_spaces, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("a non-finite loss throws naming the sample, or skips the step", Space,
+                          nonfinite) {
+  // Row 2's features are finite but so large that z = w . x overflows.
+  using Data = gradsum::Dataset<double, typename Space::memory_space>;
+  const auto data = Data::from_host(4, 2, {1, 2, 3, 4, 1e308, 1e308, 5, 6}, {0, 1, 1, 0});
+  for (auto reduction : {0, 1}) {
+    INFO((reduction ? "reproducible" : "sum"));
+    auto run = [&](gradsum::NonFinite action, auto reduce) {
+      auto step = gradsum::make_step<double>(Space(), Linear(2), gradsum::BinaryCrossEntropy{},
+                                             gradsum::SGD{0.1}, gradsum::Objective{0, true, action},
+                                             gradsum::Analytic{}, reduce);
+      auto theta = step.make_parameters();
+      fill(theta, {10.0, 10.0, 0.0});
+      if (action == gradsum::NonFinite::throw_error) {
+        CHECK_THROWS_WITH_AS(step(theta, data),
+                             "gradsum::Step::evaluate: the loss or its gradient is not finite "
+                             "for sample 2 of the selected rows (its features and target are "
+                             "finite: the parameters or the model's outputs overflow)",
+                             gradsum::Error);
+      } else {
+        const auto r = step(theta, data);
+        CHECK(r.skipped);
+        CHECK(step.skipped_steps() == 1);
+        CHECK(to_host(theta) == std::vector<double>{10.0, 10.0, 0.0});  // unchanged
+        // Without the bad row the step goes ahead.
+        const auto fine = step(theta, data, gradsum::RowRange{0, 2});
+        CHECK_FALSE(fine.skipped);
+        CHECK(to_host(theta) != std::vector<double>{10.0, 10.0, 0.0});
+      }
+    };
+    for (auto action : {gradsum::NonFinite::throw_error, gradsum::NonFinite::skip}) {
+      if (reduction) run(action, gradsum::Reproducible{});
+      else run(action, gradsum::Sum{});
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(nonfinite, Spaces);

@@ -324,3 +324,38 @@ TEST_CASE_TEMPLATE_DEFINE("reproducible: the same bits on any number of ranks", 
   CHECK(bits(a) == bits(b));
 }
 TEST_CASE_TEMPLATE_APPLY(reproducible_ranks, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("a non-finite gradient on one rank: every rank throws or skips", Space,
+                          nonfinite_rank) {
+  // Each rank holds two rows; the last rank's second row overflows z.
+  const int last = world_size() - 1;
+  std::vector<double> x{1, 2, 3, 4};
+  if (world_rank() == last) x = {1, 2, 1e308, 1e308};
+  const auto data = Data<Space, double>::from_host(2, 2, x, {0, 1});
+  for (auto action : {gradsum::NonFinite::throw_error, gradsum::NonFinite::skip}) {
+    for (int reproducible = 0; reproducible < 2; ++reproducible) {
+      INFO("skip = " << (action == gradsum::NonFinite::skip) << ", reproducible = " << reproducible);
+      auto check = [&](auto reduction) {
+        auto step = gradsum::make_step<double>(
+            Space(), Linear(2), BinaryCrossEntropy{}, gradsum::SGD{0.1},
+            gradsum::Objective{0, true, action}, gradsum::Analytic{}, reduction,
+            Allreduce(MPI_COMM_WORLD));
+        auto theta = step.make_parameters();
+        fill(theta, {10.0, 10.0, 0.0});
+        if (action == gradsum::NonFinite::throw_error) {
+          const std::string expected = "rank " + std::to_string(last) +
+                                       ": gradsum::Step::evaluate: the loss or its gradient is "
+                                       "not finite for sample 1 of the selected rows";
+          CHECK_THROWS_WITH_AS(step(theta, data), doctest::Contains(expected.c_str()),
+                               gradsum::Error);
+        } else {
+          CHECK(step(theta, data).skipped);
+          CHECK(to_host(theta) == std::vector<double>{10.0, 10.0, 0.0});
+        }
+      };
+      if (reproducible) check(gradsum::Reproducible{});
+      else check(gradsum::Sum{});
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(nonfinite_rank, Spaces);

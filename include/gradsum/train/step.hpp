@@ -30,11 +30,21 @@ namespace gradsum {
 /// with N the global number of samples in the batch (over every worker)
 /// and W the regularised parameters (biases excluded). With `mean = false`
 /// the sum is not divided by N.
+/// What a step does when the aggregated loss or gradient is not finite
+/// (a NaN or infinity from any worker): decided once, after aggregation,
+/// the same way on every rank.
+enum class NonFinite {
+  throw_error,  ///< every rank throws gradsum::Error naming the rank and row
+  skip          ///< the parameters stay as they are; the result says so
+};
+
 struct Objective {
   /// L2 penalty coefficient, >= 0 and finite.
   double l2 = 0;
   /// Divide the summed loss and gradient once by the global sample count.
   bool mean = true;
+  /// What to do with a non-finite loss or gradient.
+  NonFinite on_nonfinite = NonFinite::throw_error;
 
   /// Rejects a negative or non-finite penalty.
   void validate() const {
@@ -53,6 +63,9 @@ struct StepResult {
   double gradient_norm = 0;
   /// Number of samples in the batch, over all workers.
   std::int64_t count = 0;
+  /// True when the loss or gradient was not finite and the step was
+  /// skipped (NonFinite::skip): the parameters were not updated.
+  bool skipped = false;
 };
 
 namespace detail {
@@ -113,6 +126,33 @@ struct HessianBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
     this->model.forward(this->theta, xi, z);
     this->loss.second_derivative(z, this->model.num_outputs(), this->y(r), d2);
     this->model.hessian(this->theta, xi, d2, acc);
+  }
+};
+
+/// Whether any of v(0 … n) is NaN or infinite. Blocking.
+template <class ExecutionSpace, class View>
+bool any_nonfinite(const ExecutionSpace& space, const View& v, int n) {
+  int bad = 0;
+  Kokkos::parallel_reduce(
+      "gradsum::step::check_finite", Kokkos::RangePolicy<ExecutionSpace>(space, 0, n),
+      KOKKOS_LAMBDA(int j, int& count) { count += math::isfinite(v(j)) ? 0 : 1; }, bad);
+  return bad > 0;
+}
+
+/// The first selected sample whose loss or loss derivative is not finite.
+template <class Model, class Loss, class Scalar, class X, class Y, class Rows>
+struct FirstNonFiniteSample : PerSample<Model, Loss, Scalar, X, Y, Rows> {
+  KOKKOS_FUNCTION void operator()(std::int64_t i, std::int64_t& first) const {
+    const std::int64_t r = this->rows(i);
+    constexpr int capacity = output_capacity<Model>::value;
+    Scalar z[capacity] = {};
+    Scalar dz[capacity] = {};
+    const int k = this->model.num_outputs();
+    this->model.forward(this->theta, &this->x(r, 0), z);
+    bool ok = math::isfinite(this->loss.value(z, k, this->y(r)));
+    this->loss.derivative(z, k, this->y(r), dz);
+    for (int c = 0; c < k; ++c) ok = ok && math::isfinite(dz[c]);
+    if (!ok && i < first) first = i;
   }
 };
 
@@ -281,7 +321,7 @@ class Step {
 
   // The aggregated buffer: P gradient sums, then the loss sum, the sample
   // count and the number of failed workers, so one message carries all.
-  static constexpr int slots = 3;
+  static constexpr int slots = 4;  // loss, count, failures, non-finite workers
   // Whether the reduction keeps integer bins that the step aggregates.
   static constexpr bool binned = detail::is_binned_reduction<Reduction>::value;
   using bins_view = Kokkos::View<std::int64_t*, typename ExecutionSpace::memory_space>;
@@ -327,14 +367,15 @@ class Step {
                             gradient_.workspace_size(P));
     host_tail_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::tail");
     host_norms_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::norms");
-    host_failures_ = Kokkos::View<Scalar[1], Kokkos::HostSpace>("gradsum::step::failures");
+    host_read_ = Kokkos::View<Scalar[4], Kokkos::HostSpace>("gradsum::step::read");
+    host_write_ = Kokkos::View<Scalar[3], Kokkos::HostSpace>("gradsum::step::write");
     state_ = state_view("gradsum::step::optimizer_state",
                         std::size_t(optimizer_.state_size(P)), std::size_t(P));
     aggregation_.template allocate<Scalar, memory_space>(std::size_t(P) + slots);
     if constexpr (binned) {
       const std::size_t width = std::size_t(P) + 1;
       bin_work_ = bins_view("gradsum::step::bins", width * (detail::binned_width + 1));
-      bin_message_ = bins_view("gradsum::step::bins_message", width * detail::binned_width + 2);
+      bin_message_ = bins_view("gradsum::step::bins_message", width * detail::binned_width + 3);
       windows_ = bins_view("gradsum::step::bin_windows", width);
       norm_bins_ = bins_view("gradsum::step::norm_bins", 2 * (detail::binned_width + 1));
       host_norm_bins_ = Kokkos::create_mirror_view(Kokkos::HostSpace(), norm_bins_);
@@ -356,6 +397,7 @@ class Step {
                                             aggregation_.name(), '/', optimizer_.name()));
     sig.add("objective mean", objective_.mean ? 1 : 0);
     sig.add_bits("objective l2", objective_.l2);
+    sig.add("non-finite policy", objective_.on_nonfinite == NonFinite::skip ? 1 : 0);
     return sig;
   }
 
@@ -397,8 +439,9 @@ class Step {
     // the buffer's last slot, which every worker sees after aggregation.
     std::string local_error = check_shapes(theta, data, rows);
     if (local_error.empty()) local_error = check_rows_once(data);
+    bool local_nonfinite = false;
     if constexpr (binned) {
-      binned_sums(theta, data, rows, local_error.empty());
+      local_nonfinite = binned_sums(theta, data, rows, local_error.empty());
     } else {
       {
         detail::ScopedRegion region("gradsum::step::gradient");
@@ -406,28 +449,38 @@ class Step {
         if (local_error.empty()) {
           gradient_.sum(space_, model_, loss_, reduction_, theta, data, rows,
                         sums_, work_);
-          host_tail_(0) = Scalar(rows.size());
-          host_tail_(1) = Scalar(0);
+          local_nonfinite = detail::any_nonfinite(space_, sums_, P + 1);
+          host_write_(0) = Scalar(rows.size());
+          host_write_(1) = Scalar(0);
         } else {
           Kokkos::deep_copy(space_, sums_, Scalar(0));
-          host_tail_(0) = Scalar(0);
-          host_tail_(1) = Scalar(1);
+          host_write_(0) = Scalar(0);
+          host_write_(1) = Scalar(1);
         }
-        Kokkos::deep_copy(space_, tail, host_tail_);
+        host_write_(2) = Scalar(local_nonfinite ? 1 : 0);
+        Kokkos::deep_copy(space_, tail, host_write_);
       }
       detail::ScopedRegion region("gradsum::step::aggregate");
       aggregation_.aggregate(space_, sums_);
     }
     detail::ScopedRegion region("gradsum::step::finalize");
-    Kokkos::deep_copy(space_, host_tail_,
-                      Kokkos::subview(sums_, Kokkos::make_pair(P, P + 2)));
-    Kokkos::deep_copy(space_, host_failures_,
-                      Kokkos::subview(sums_, Kokkos::make_pair(P + 2, P + 3)));
+    Kokkos::deep_copy(space_, host_read_, Kokkos::subview(sums_, Kokkos::make_pair(P, P + 4)));
     space_.fence();
-    if (host_failures_(0) > Scalar(0))
-      throw Error(aggregation_.first_error(local_error));
-    const double loss_sum = double(host_tail_(0));
-    const auto count = std::int64_t(host_tail_(1));
+    if (host_read_(2) > Scalar(0)) throw Error(aggregation_.first_error(local_error));
+    const double loss_sum = double(host_read_(0));
+    const auto count = std::int64_t(host_read_(1));
+    if (host_read_(3) > Scalar(0)) {
+      // Every worker is here: the count of non-finite workers was summed.
+      if (objective_.on_nonfinite == NonFinite::skip) {
+        StepResult skipped;
+        skipped.loss = skipped.gradient_norm = std::nan("");
+        skipped.count = count;
+        skipped.skipped = true;
+        return skipped;
+      }
+      throw Error(aggregation_.first_error(
+          local_nonfinite ? describe_nonfinite(theta, data, rows) : std::string()));
+    }
     if (count <= 0)
       detail::fail("gradsum::Step::evaluate: the batch holds no samples on "
                    "any worker (empty data set or empty row selection); a "
@@ -455,6 +508,17 @@ class Step {
     result.loss = loss_sum * scale + objective_.l2 / 2 * double(norms(1));
     result.gradient_norm = std::sqrt(double(norms(0)));
     result.count = count;
+    if (!std::isfinite(result.loss) || !std::isfinite(result.gradient_norm)) {
+      // Finite on every worker but not in total: the sum overflowed. Every
+      // rank holds the same values, so every rank decides the same way.
+      if (objective_.on_nonfinite == NonFinite::skip) {
+        result.skipped = true;
+        return result;
+      }
+      detail::fail("gradsum::Step::evaluate: the objective or its gradient is not finite "
+                   "after summing over workers (loss ", result.loss, ", gradient norm ",
+                   result.gradient_norm, "); every worker's own sum was finite");
+    }
     return result;
   }
 
@@ -470,6 +534,10 @@ class Step {
   template <class Theta, class Data, class Rows>
   StepResult operator()(const Theta& theta, const Data& data, const Rows& rows) {
     const StepResult result = evaluate(theta, data, rows);
+    if (result.skipped) {
+      ++skipped_;
+      return result;
+    }
     detail::ScopedRegion region("gradsum::step::update");
     UpdateContext<Step, Theta, Data, Rows> context(*this, theta, data, rows, result);
     optimizer_.update(context);
@@ -545,7 +613,7 @@ class Step {
   /// message with the count and failure count, then rounded once into
   /// sums(). Collective.
   template <class Theta, class Data, class Rows>
-  void binned_sums(const Theta& theta, const Data& data, const Rows& rows, bool ok) {
+  bool binned_sums(const Theta& theta, const Data& data, const Rows& rows, bool ok) {
     static_assert(std::is_same<Gradient, Analytic>::value,
                   "gradsum::Step: the Reproducible reduction needs the Analytic gradient policy");
     static_assert(detail::has_aggregate_max<Aggregation>::value,
@@ -573,12 +641,18 @@ class Step {
     auto work = bin_work_;
     auto message = bin_message_;
     auto windows = windows_;
-    Kokkos::parallel_for(
+    int poisoned = 0;
+    Kokkos::parallel_reduce(
         "gradsum::step::binned_windows", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, width),
-        KOKKOS_LAMBDA(int j) { windows(j) = work(w * j); });
+        KOKKOS_LAMBDA(int j, int& bad) {
+          windows(j) = work(w * j);
+          bad += windows(j) == detail::poisoned_window ? 1 : 0;
+        },
+        poisoned);
     aggregation_.aggregate_max(space_, windows_);
     const std::int64_t count = ok ? std::int64_t(rows.size()) : 0;
     const std::int64_t failed = ok ? 0 : 1;
+    const std::int64_t nonfinite = poisoned > 0 ? 1 : 0;
     Kokkos::parallel_for(
         "gradsum::step::binned_align", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, width),
         KOKKOS_LAMBDA(int j) {
@@ -597,6 +671,7 @@ class Step {
           if (j == 0) {
             message(w * width) = count;
             message(w * width + 1) = failed;
+            message(w * width + 2) = nonfinite;
           }
         });
     aggregation_.aggregate(space_, bin_message_);
@@ -611,8 +686,10 @@ class Step {
           if (j == 0) {
             sums(width) = Scalar(message(w * width));
             sums(width + 1) = Scalar(message(w * width + 1));
+            sums(width + 2) = Scalar(message(w * width + 2));
           }
         });
+    return poisoned > 0;
   }
 
   /// The gradient of J from the last evaluation (length P).
@@ -627,6 +704,8 @@ class Step {
   const Model& model() const { return model_; }
   const Loss& loss() const { return loss_; }
   Optimizer& optimizer() { return optimizer_; }
+  /// Steps skipped because of a non-finite loss or gradient (NonFinite::skip).
+  std::int64_t skipped_steps() const { return skipped_; }
   /// The optimizer's state vectors (state_size(P) x P).
   state_view optimizer_state() const { return state_; }
   const Objective& objective() const { return objective_; }
@@ -711,6 +790,26 @@ class Step {
     return {};
   }
 
+  // On the failure path only: the first selected row whose loss or loss
+  // derivative is not finite at theta.
+  template <class Theta, class Data, class Rows>
+  std::string describe_nonfinite(const Theta& theta, const Data& data, const Rows& rows) const {
+    std::int64_t first = INT64_MAX;
+    using Functor = detail::FirstNonFiniteSample<Model, Loss, Scalar, typename Data::features_view,
+                                                 typename Data::targets_view, Rows>;
+    Kokkos::parallel_reduce(
+        "gradsum::step::find_nonfinite",
+        Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(space_, 0, rows.size()),
+        Functor{{model_, loss_, theta.data(), data.features(), data.targets(), rows}},
+        Kokkos::Min<std::int64_t>(first));
+    if (first == INT64_MAX)
+      return "gradsum::Step::evaluate: the summed gradient is not finite (it overflowed; no "
+             "single sample is)";
+    return detail::concat("gradsum::Step::evaluate: the loss or its gradient is not finite for "
+                          "sample ", first, " of the selected rows (its features and target "
+                          "are finite: the parameters or the model's outputs overflow)");
+  }
+
   template <class Data>
   std::string describe_row(const Data& data, std::int64_t row) const {
     auto y = Kokkos::create_mirror_view_and_copy(
@@ -736,7 +835,9 @@ class Step {
   parameters_view work_;
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_tail_;
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_norms_;
-  Kokkos::View<Scalar[1], Kokkos::HostSpace> host_failures_;
+  Kokkos::View<Scalar[4], Kokkos::HostSpace> host_read_;   // loss, count, failures, non-finite
+  Kokkos::View<Scalar[3], Kokkos::HostSpace> host_write_;  // count, failures, non-finite
+  std::int64_t skipped_ = 0;
   state_view state_;
   bins_view bin_work_, bin_message_, windows_, norm_bins_;
   typename bins_view::HostMirror host_norm_bins_;
