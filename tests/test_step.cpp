@@ -168,6 +168,10 @@ TEST_CASE("binary cross-entropy stays finite and exact for |z| up to 1e4") {
       const double expected = z > 0 ? z * (1 - y) + std::log1p(std::exp(-z))
                                     : std::log1p(std::exp(z)) - y * z;
       INFO("z = " << z << ", y = " << y);
+      double fused_dz = 0;
+      const double fused = BinaryCrossEntropy::value_and_derivative(&z, 1, y, &fused_dz);
+      CHECK(fused == doctest::Approx(value).epsilon(1e-15));
+      CHECK(fused_dz == doctest::Approx(dz).epsilon(1e-15));
       CHECK(std::isfinite(value));
       CHECK(value == doctest::Approx(expected).epsilon(1e-15));
       CHECK(std::isfinite(dz));

@@ -6,9 +6,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 namespace gradsum {
 namespace detail {
+
+/// Whether a loss offers value_and_derivative(z, k, y, dz), computing both
+/// at once (BinaryCrossEntropy shares one exponential).
+template <class L, class S, class = void>
+struct has_value_and_derivative : std::false_type {};
+template <class L, class S>
+struct has_value_and_derivative<L, S, std::void_t<decltype(std::declval<const L&>().value_and_derivative(
+                                          std::declval<const S*>(), 1, std::declval<S>(),
+                                          std::declval<S*>()))>> : std::true_type {};
 
 /// What every per-sample kernel body reads: the model and loss, the
 /// parameters, the data, and which rows are selected.
@@ -41,8 +52,12 @@ struct AnalyticBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
     Scalar z[capacity] = {};
     Scalar dz[capacity] = {};
     model.forward(theta, xi, z);
-    acc[num_parameters] += loss.value(z, k, yi);
-    loss.derivative(z, k, yi, dz);
+    if constexpr (has_value_and_derivative<Loss, Scalar>::value) {
+      acc[num_parameters] += loss.value_and_derivative(z, k, yi, dz);
+    } else {
+      acc[num_parameters] += loss.value(z, k, yi);
+      loss.derivative(z, k, yi, dz);
+    }
     model.backward(theta, xi, dz, acc);
   }
 };

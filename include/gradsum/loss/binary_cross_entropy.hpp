@@ -53,6 +53,19 @@ struct BinaryCrossEntropy {
     dz[0] = sigmoid(z[0]) - y;
   }
 
+  /// The loss and, into `dz[0]`, its derivative, sharing one exponential
+  /// (the step's hot path uses this when a loss offers it).
+  template <class Scalar>
+  KOKKOS_FUNCTION static Scalar value_and_derivative(const Scalar* z, int /*num_outputs*/,
+                                                     Scalar y, Scalar* dz) {
+    const Scalar t = z[0];
+    const Scalar e = math::exp(-math::fabs(t));  // in (0, 1]
+    const Scalar p = t >= Scalar(0) ? Scalar(1) / (Scalar(1) + e) : e / (Scalar(1) + e);
+    dz[0] = p - y;
+    const Scalar linear = t > Scalar(0) ? (Scalar(1) - y) * t : -y * t;
+    return linear + math::log1p(e);
+  }
+
   /// Writes d^2 l / dz^2 = sigmoid(z) (1 - sigmoid(z)) into `d2[0]`.
   template <class Scalar>
   KOKKOS_FUNCTION static void second_derivative(const Scalar* z, int /*num_outputs*/,
