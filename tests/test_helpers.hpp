@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,31 @@ double relative_distance(const A& a, const B& b, std::size_t n) {
     norm += y * y;
   }
   return double(std::sqrt(diff) / (norm > 0 ? std::sqrt(norm) : 1.0L));
+}
+
+/// Solves the dense system A x = b (n x n, row-major) by Gaussian
+/// elimination with partial pivoting, independently of the library.
+inline std::vector<double> solve(std::vector<double> A, std::vector<double> b) {
+  const int n = int(b.size());
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::fabs(A[r * n + c]) > std::fabs(A[p * n + c])) p = r;
+    for (int k = 0; k < n; ++k) std::swap(A[c * n + k], A[p * n + k]);
+    std::swap(b[c], b[p]);
+    for (int r = c + 1; r < n; ++r) {
+      const double f = A[r * n + c] / A[c * n + c];
+      for (int k = c; k < n; ++k) A[r * n + k] -= f * A[c * n + k];
+      b[r] -= f * b[c];
+    }
+  }
+  std::vector<double> x(n);
+  for (int r = n - 1; r >= 0; --r) {
+    double s = b[r];
+    for (int k = r + 1; k < n; ++k) s -= A[r * n + k] * x[k];
+    x[r] = s / A[r * n + r];
+  }
+  return x;
 }
 
 /// Host copy of a View as std::vector<double>.

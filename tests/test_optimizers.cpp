@@ -75,31 +75,6 @@ std::vector<double> read_gz_text(const std::string& path) {
   return values;
 }
 
-// Solves the dense system A x = b (n x n, row-major) by Gaussian
-// elimination with partial pivoting, independently of the library.
-std::vector<double> solve(std::vector<double> A, std::vector<double> b) {
-  const int n = int(b.size());
-  for (int c = 0; c < n; ++c) {
-    int p = c;
-    for (int r = c + 1; r < n; ++r)
-      if (std::fabs(A[r * n + c]) > std::fabs(A[p * n + c])) p = r;
-    for (int k = 0; k < n; ++k) std::swap(A[c * n + k], A[p * n + k]);
-    std::swap(b[c], b[p]);
-    for (int r = c + 1; r < n; ++r) {
-      const double f = A[r * n + c] / A[c * n + c];
-      for (int k = c; k < n; ++k) A[r * n + k] -= f * A[c * n + k];
-      b[r] -= f * b[c];
-    }
-  }
-  std::vector<double> x(n);
-  for (int r = n - 1; r >= 0; --r) {
-    double s = b[r];
-    for (int k = r + 1; k < n; ++k) s -= A[r * n + k] * x[k];
-    x[r] = s / A[r * n + r];
-  }
-  return x;
-}
-
 }  // namespace
 
 TEST_CASE_TEMPLATE_DEFINE("first-order updates follow their published formulas", Space,

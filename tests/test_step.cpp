@@ -191,30 +191,17 @@ TEST_CASE_TEMPLATE_DEFINE("gradient descent reaches the least-squares solution",
   const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(
       n, d, problem.x, y);
 
-  // Normal equations A^T A w = A^T y with A = [X, 1], solved by Gaussian
-  // elimination with partial pivoting, here on the host.
+  // Normal equations A^T A w = A^T y with A = [X, 1], solved on the host.
   const int m = d + 1;
-  std::vector<double> a(std::size_t(m) * (m + 1), 0.0);
+  std::vector<double> A(std::size_t(m) * m, 0.0), b(std::size_t(m), 0.0);
   for (std::int64_t i = 0; i < n; ++i) {
-    double row[4] = {problem.x[i * d], problem.x[i * d + 1], problem.x[i * d + 2], 1.0};
+    const double row[4] = {problem.x[i * d], problem.x[i * d + 1], problem.x[i * d + 2], 1.0};
     for (int r = 0; r < m; ++r) {
-      for (int c = 0; c < m; ++c) a[r * (m + 1) + c] += row[r] * row[c];
-      a[r * (m + 1) + m] += row[r] * y[i];
+      for (int c = 0; c < m; ++c) A[r * m + c] += row[r] * row[c];
+      b[r] += row[r] * y[i];
     }
   }
-  for (int col = 0; col < m; ++col) {
-    int pivot = col;
-    for (int r = col + 1; r < m; ++r)
-      if (std::fabs(a[r * (m + 1) + col]) > std::fabs(a[pivot * (m + 1) + col])) pivot = r;
-    for (int c = 0; c <= m; ++c) std::swap(a[col * (m + 1) + c], a[pivot * (m + 1) + c]);
-    for (int r = 0; r < m; ++r) {
-      if (r == col) continue;
-      const double f = a[r * (m + 1) + col] / a[col * (m + 1) + col];
-      for (int c = 0; c <= m; ++c) a[r * (m + 1) + c] -= f * a[col * (m + 1) + c];
-    }
-  }
-  std::vector<double> solution(m);
-  for (int r = 0; r < m; ++r) solution[r] = a[r * (m + 1) + m] / a[r * (m + 1) + r];
+  const auto solution = solve(A, b);
 
   auto step = gradsum::make_step<double>(Space(), Linear(d), SquaredError{},
                                          gradsum::SGD{0.5});

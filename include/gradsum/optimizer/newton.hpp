@@ -57,22 +57,20 @@ struct Newton {
                    "LBFGS for larger models");
     const auto theta = ctx.parameters();
     const std::vector<double>& H = ctx.hessian(theta);
-    auto g_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ctx.gradient());
-    std::vector<double> d(static_cast<std::size_t>(P));
-    for (int j = 0; j < P; ++j) d[std::size_t(j)] = -double(g_host(j));
-    solve_damped(H, P, d);
+    ctx.to_host(ctx.gradient(), g_);
+    d_.resize(g_.size());
+    for (std::size_t j = 0; j < g_.size(); ++j) d_[j] = -g_[j];
+    solve_damped(H, P, d_);
     auto state = ctx.state();
     auto direction = detail::row(state, 0);
     auto trial = detail::row(state, 1);
-    auto host_direction = Kokkos::create_mirror_view(direction);
-    for (int j = 0; j < P; ++j) host_direction(j) = typename Context::scalar_type(d[std::size_t(j)]);
-    Kokkos::deep_copy(direction, host_direction);
+    ctx.from_host(d_, direction);
     if (!line_search) {
       detail::add_scaled(ctx.space(), P, theta, theta, lr, direction);
       return;
     }
     double slope = 0;
-    for (int j = 0; j < P; ++j) slope += double(g_host(j)) * d[std::size_t(j)];
+    for (std::size_t j = 0; j < g_.size(); ++j) slope += g_[j] * d_[j];
     detail::armijo(ctx, "Newton", trial, theta, direction, ctx.result().loss, slope, lr, 1e-4,
                    60);
     detail::assign(ctx.space(), P, theta, trial);
@@ -98,7 +96,7 @@ struct Newton {
                  "(it is not finite?)");
   }
 
-  std::vector<double> factor_;
+  std::vector<double> g_, d_, factor_;  // host work, sized on the first update
   double last_damping_ = 0;
 };
 

@@ -56,12 +56,12 @@ struct SteepestDescent {
         detail::fail("gradsum::SteepestDescent: exact line search is for quadratic objectives "
                      "(squared error); use LineSearch::armijo");
       const std::vector<double>& H = ctx.hessian(theta);
-      auto gh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g);
+      ctx.to_host(g, g_);
       double gHg = 0;
       for (int i = 0; i < P; ++i) {
         double row = 0;
-        for (int j = 0; j < P; ++j) row += H[std::size_t(i) * P + j] * double(gh(j));
-        gHg += double(gh(i)) * row;
+        for (int j = 0; j < P; ++j) row += H[std::size_t(i) * P + j] * g_[std::size_t(j)];
+        gHg += g_[std::size_t(i)] * row;
       }
       if (!(gHg > 0))
         detail::fail("gradsum::SteepestDescent: g.Hg = ", gHg,
@@ -81,6 +81,7 @@ struct SteepestDescent {
 
  private:
   double last_step_ = 0;
+  std::vector<double> g_;  // host copy of g, sized on the first exact step
 };
 
 }  // namespace gradsum

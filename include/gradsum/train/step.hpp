@@ -217,6 +217,18 @@ class UpdateContext {
   StepResult evaluate(const Point& point) {
     return step_.evaluate(point, data_, rows_);
   }
+  /// Copies a P-vector of the step's memory space into `out` on the host
+  /// (through a host buffer the step allocated once; `out` is resized only
+  /// when its length differs). Blocking.
+  template <class View>
+  void to_host(const View& v, std::vector<double>& out) {
+    step_.copy_to_host(v, out);
+  }
+  /// Copies host values into a P-vector of the step's memory space. Blocking.
+  template <class View>
+  void from_host(const std::vector<double>& in, const View& v) {
+    step_.copy_from_host(in, v);
+  }
   /// Whether hessian() is available for this model and loss.
   static constexpr bool has_hessian = StepType::has_hessian;
   /// The Hessian of J at `point`, P x P row-major on the host. Blocking;
@@ -368,6 +380,8 @@ class Step {
     host_tail_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::tail");
     host_norms_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::norms");
     host_read_ = Kokkos::View<Scalar[4], Kokkos::HostSpace>("gradsum::step::read");
+    host_vector_ = Kokkos::View<Scalar*, Kokkos::HostSpace>("gradsum::step::host_vector",
+                                                            std::size_t(P));
     host_write_ = Kokkos::View<Scalar[3], Kokkos::HostSpace>("gradsum::step::write");
     state_ = state_view("gradsum::step::optimizer_state",
                         std::size_t(optimizer_.state_size(P)), std::size_t(P));
@@ -606,6 +620,23 @@ class Step {
     return (*this)(theta, data, data.all_rows());
   }
 
+  /// Host round trips for optimizers that solve on the host (Newton,
+  /// exact line search), through one host buffer allocated by the
+  /// constructor. Blocking.
+  template <class View>
+  void copy_to_host(const View& v, std::vector<double>& out) {
+    Kokkos::deep_copy(space_, host_vector_, v);
+    space_.fence();
+    out.resize(host_vector_.extent(0));
+    for (std::size_t j = 0; j < out.size(); ++j) out[j] = double(host_vector_(j));
+  }
+  template <class View>
+  void copy_from_host(const std::vector<double>& in, const View& v) {
+    for (std::size_t j = 0; j < host_vector_.extent(0); ++j) host_vector_(j) = Scalar(in[j]);
+    Kokkos::deep_copy(space_, v, host_vector_);
+    space_.fence();
+  }
+
   /// Part of evaluate() with the Reproducible reduction (public only
   /// because CUDA lambdas cannot live in private members): integer bins per
   /// coordinate, their windows agreed across workers (one small
@@ -838,6 +869,7 @@ class Step {
   Kokkos::View<Scalar[4], Kokkos::HostSpace> host_read_;   // loss, count, failures, non-finite
   Kokkos::View<Scalar[3], Kokkos::HostSpace> host_write_;  // count, failures, non-finite
   std::int64_t skipped_ = 0;
+  Kokkos::View<Scalar*, Kokkos::HostSpace> host_vector_;
   state_view state_;
   bins_view bin_work_, bin_message_, windows_, norm_bins_;
   typename bins_view::HostMirror host_norm_bins_;
