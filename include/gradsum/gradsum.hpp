@@ -19,8 +19,11 @@
 #include <gradsum/data/rows.hpp>
 #include <gradsum/data/sampler.hpp>
 #include <gradsum/data/scaling.hpp>
+#include <gradsum/data/split.hpp>
 
+#include <gradsum/model/initializers.hpp>
 #include <gradsum/model/linear.hpp>
+#include <gradsum/model/mlp.hpp>
 #include <gradsum/model/softmax.hpp>
 
 #include <gradsum/loss/binary_cross_entropy.hpp>
@@ -43,12 +46,15 @@
 #endif
 
 #include <gradsum/optimizer/adaptive.hpp>
+#include <gradsum/optimizer/clipped.hpp>
 #include <gradsum/optimizer/lbfgs.hpp>
 #include <gradsum/optimizer/momentum.hpp>
 #include <gradsum/optimizer/newton.hpp>
 #include <gradsum/optimizer/schedule.hpp>
 #include <gradsum/optimizer/sgd.hpp>
 #include <gradsum/optimizer/steepest_descent.hpp>
+
+#include <gradsum/diagnostics/gradient_health.hpp>
 
 #include <gradsum/train/metrics.hpp>
 #include <gradsum/train/step.hpp>

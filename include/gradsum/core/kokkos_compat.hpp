@@ -24,6 +24,7 @@ using Kokkos::isfinite;
 using Kokkos::log;
 using Kokkos::log1p;
 using Kokkos::sqrt;
+using Kokkos::tanh;
 #else
 using Kokkos::Experimental::exp;
 using Kokkos::Experimental::fabs;
@@ -31,6 +32,7 @@ using Kokkos::Experimental::isfinite;
 using Kokkos::Experimental::log;
 using Kokkos::Experimental::log1p;
 using Kokkos::Experimental::sqrt;
+using Kokkos::Experimental::tanh;
 #endif
 
 }  // namespace math

@@ -3,6 +3,7 @@
 
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
+#include <gradsum/loss/detail/value_and_derivative.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -12,14 +13,34 @@
 namespace gradsum {
 namespace detail {
 
-/// Whether a loss offers value_and_derivative(z, k, y, dz), computing both
-/// at once (BinaryCrossEntropy shares one exponential).
-template <class L, class S, class = void>
-struct has_value_and_derivative : std::false_type {};
-template <class L, class S>
-struct has_value_and_derivative<L, S, std::void_t<decltype(std::declval<const L&>().value_and_derivative(
-                                          std::declval<const S*>(), 1, std::declval<S>(),
-                                          std::declval<S*>()))>> : std::true_type {};
+/// Whether a model computes one sample's loss and gradient in one call,
+/// model.sample_gradient(loss, theta, x, y, g) (MLP: the forward pass is
+/// kept for the backward pass instead of being recomputed).
+template <class M, class L, class S, class = void>
+struct has_sample_gradient : std::false_type {};
+template <class M, class L, class S>
+struct has_sample_gradient<M, L, S, std::void_t<decltype(S(std::declval<const M&>().sample_gradient(
+                                        std::declval<const L&>(), std::declval<const S*>(),
+                                        std::declval<const S*>(), std::declval<S>(),
+                                        std::declval<S*>())))>> : std::true_type {};
+
+/// Whether a model has a batched path, model.block_gradient(loss, theta,
+/// xs, ys, m, g) over blocks of Model::block_size samples.
+template <class M, class L, class S, class = void>
+struct has_block_gradient : std::false_type {};
+template <class M, class L, class S>
+struct has_block_gradient<M, L, S, std::void_t<decltype(S(std::declval<const M&>().block_gradient(
+                                       std::declval<const L&>(), std::declval<const S*>(),
+                                       std::declval<const S* const*>(), std::declval<const S*>(),
+                                       1, std::declval<S*>())))>> : std::true_type {};
+
+/// Whether a reduction needs every sample's contribution on its own
+/// (Reproducible: a block's floating-point partial sum would depend on how
+/// rows fall into blocks, and so on the partition).
+template <class R, class = void>
+struct is_binned_reduction : std::false_type {};
+template <class R>
+struct is_binned_reduction<R, std::enable_if_t<R::binned>> : std::true_type {};
 
 /// What every per-sample kernel body reads: the model and loss, the
 /// parameters, the data, and which rows are selected.
@@ -47,18 +68,39 @@ struct AnalyticBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
     const std::int64_t r = this->rows(i);
     const Scalar* xi = &this->x(r, 0);
     const Scalar yi = this->y(r);
-    const int k = model.num_outputs();
-    constexpr int capacity = output_capacity<Model>::value;
-    Scalar z[capacity] = {};
-    Scalar dz[capacity] = {};
-    model.forward(theta, xi, z);
-    if constexpr (has_value_and_derivative<Loss, Scalar>::value) {
-      acc[num_parameters] += loss.value_and_derivative(z, k, yi, dz);
+    if constexpr (has_sample_gradient<Model, Loss, Scalar>::value) {
+      acc[num_parameters] += model.sample_gradient(loss, theta, xi, yi, acc);
     } else {
-      acc[num_parameters] += loss.value(z, k, yi);
-      loss.derivative(z, k, yi, dz);
+      const int k = model.num_outputs();
+      constexpr int capacity = output_capacity<Model>::value;
+      Scalar z[capacity] = {};
+      Scalar dz[capacity] = {};
+      model.forward(theta, xi, z);
+      acc[num_parameters] += value_and_derivative(loss, z, k, yi, dz);
+      model.backward(theta, xi, dz, acc);
     }
-    model.backward(theta, xi, dz, acc);
+  }
+};
+
+/// A block of Model::block_size selected samples through the model's
+/// batched path; block b covers selected samples [b B, min(n, (b + 1) B)).
+template <class Model, class Loss, class Scalar, class X, class Y, class Rows>
+struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
+  int num_parameters;
+  std::int64_t num_rows;
+
+  KOKKOS_FUNCTION void operator()(std::int64_t b, Scalar* acc) const {
+    constexpr int B = Model::block_size;
+    const std::int64_t first = b * B;
+    const int m = num_rows - first < B ? int(num_rows - first) : B;
+    const Scalar* xs[B];
+    Scalar ys[B];
+    for (int s = 0; s < m; ++s) {
+      const std::int64_t r = this->rows(first + s);
+      xs[s] = &this->x(r, 0);
+      ys[s] = this->y(r);
+    }
+    acc[num_parameters] += this->model.block_gradient(this->loss, this->theta, xs, ys, m, acc);
   }
 };
 
@@ -84,14 +126,25 @@ struct Analytic {
            const Reduction& reduction, const Theta& theta, const Data& data,
            const Rows& rows, const Out& out, const Work& /*work*/) const {
     using Scalar = typename Data::scalar_type;
-    using Body = detail::AnalyticBody<
-        Model, Loss, Scalar, typename Data::features_view,
-        typename Data::targets_view, Rows>;
+    using X = typename Data::features_view;
+    using Y = typename Data::targets_view;
     const int P = model.num_parameters();
+    const detail::PerSample<Model, Loss, Scalar, X, Y, Rows> common{
+        model, loss, theta.data(), data.features(), data.targets(), rows};
+    if constexpr (detail::has_block_gradient<Model, Loss, Scalar>::value &&
+                  !detail::is_binned_reduction<Reduction>::value &&
+                  Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                             typename ExecutionSpace::memory_space>::accessible) {
+      if (model.batched) {
+        constexpr int B = Model::block_size;
+        const std::int64_t n = rows.size();
+        reduction.reduce(space, "gradsum::gradient::analytic_batched", (n + B - 1) / B, P + 1,
+                         detail::BlockBody<Model, Loss, Scalar, X, Y, Rows>{common, P, n}, out);
+        return;
+      }
+    }
     reduction.reduce(space, "gradsum::gradient::analytic", rows.size(), P + 1,
-                     Body{{model, loss, theta.data(), data.features(), data.targets(), rows},
-                          P},
-                     out);
+                     detail::AnalyticBody<Model, Loss, Scalar, X, Y, Rows>{common, P}, out);
   }
 };
 

@@ -156,15 +156,19 @@ struct FirstNonFiniteSample : PerSample<Model, Loss, Scalar, X, Y, Rows> {
   }
 };
 
-template <class R, class = void>
-struct is_binned_reduction : std::false_type {};
-template <class R>
-struct is_binned_reduction<R, std::enable_if_t<R::binned>> : std::true_type {};
+/// Whether a model names its architecture beyond its sizes (MLP: widths
+/// and activations), for the workers' signature.
+template <class M, class = void>
+struct has_architecture : std::false_type {};
+template <class M>
+struct has_architecture<M, std::void_t<decltype(std::int64_t(std::declval<const M&>().architecture()))>>
+    : std::true_type {};
 
 /// Routes a gradient policy's reduce() call to a binned reduction's
 /// reduce_bins() into the step's bin buffer.
 template <class Reduction, class Scalar, class Bins>
 struct BinsTarget {
+  static constexpr bool binned = true;  // each sample's contribution on its own
   const Reduction& reduction;
   Bins bins;
   template <class ExecutionSpace, class Body, class OutView>
@@ -405,6 +409,8 @@ class Step {
     sig.add("number of parameters", model_.num_parameters());
     sig.add("number of features", model_.num_features());
     sig.add("number of outputs", model_.num_outputs());
+    if constexpr (detail::has_architecture<Model>::value)
+      sig.add("model architecture", model_.architecture());
     sig.add("scalar size in bytes", std::int64_t(sizeof(Scalar)));
     sig.add_hash("policies", detail::concat(model_.name(), '/', loss_.name(), '/',
                                             gradient_.name(), '/', reduction_.name(), '/',

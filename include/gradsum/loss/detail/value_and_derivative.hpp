@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gradsum/core/kokkos_compat.hpp>
+
+#include <type_traits>
+#include <utility>
+
+namespace gradsum {
+namespace detail {
+
+/// Whether a loss offers value_and_derivative(z, k, y, dz), computing both
+/// at once (BinaryCrossEntropy shares one exponential).
+template <class L, class S, class = void>
+struct has_value_and_derivative : std::false_type {};
+template <class L, class S>
+struct has_value_and_derivative<L, S, std::void_t<decltype(std::declval<const L&>().value_and_derivative(
+                                          std::declval<const S*>(), 1, std::declval<S>(),
+                                          std::declval<S*>()))>> : std::true_type {};
+
+/// l(z, y), with dl/dz written into dz[0 … k): the loss's fused member when
+/// it has one, else value() then derivative().
+template <class Loss, class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar value_and_derivative(const Loss& loss, const Scalar* z, int k,
+                                                   Scalar y, Scalar* dz) {
+  if constexpr (has_value_and_derivative<Loss, Scalar>::value) {
+    return loss.value_and_derivative(z, k, y, dz);
+  } else {
+    const Scalar value = loss.value(z, k, y);
+    loss.derivative(z, k, y, dz);
+    return value;
+  }
+}
+
+}  // namespace detail
+}  // namespace gradsum

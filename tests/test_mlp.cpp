@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: Apache-2.0
+// The MLP: backpropagation against central differences, per-sample and
+// batched paths, the partition identity, initializers, gradient health
+// (symmetry, vanishing, exploding), clipping, and digits.
+
+#include "test_helpers.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+
+using namespace gradsum_test;
+using gradsum::Activation;
+using gradsum::BinaryCrossEntropy;
+using gradsum::Initializer;
+using gradsum::MLP;
+using gradsum::RowRange;
+using gradsum::SoftmaxCrossEntropy;
+using gradsum::SquaredError;
+
+namespace {
+
+template <class Space, class Scalar = double>
+using Data = gradsum::Dataset<Scalar, typename Space::memory_space>;
+
+template <class Space, class Scalar = double>
+Kokkos::View<Scalar*, typename Space::memory_space> parameters(const MLP& model,
+                                                               const Initializer& init) {
+  Kokkos::View<Scalar*, typename Space::memory_space> theta(
+      "theta", std::size_t(model.num_parameters()));
+  gradsum::initialize(model, init, theta);
+  return theta;
+}
+
+const Activation all_activations[] = {Activation::identity, Activation::relu, Activation::tanh,
+                                      Activation::sigmoid};
+
+// ||a - b|| / ||b|| over the first n entries of two host vectors.
+double distance(const std::vector<double>& a, const std::vector<double>& b) {
+  return relative_distance(a, b, b.size());
+}
+
+}  // namespace
+
+TEST_CASE("MLP: layout, limits and errors") {
+  const MLP net(5, {4, 3}, 2, Activation::tanh);
+  CHECK(net.num_layers() == 3);
+  // (5 x 4 + 4) + (4 x 3 + 3) + (3 x 2 + 2)
+  CHECK(net.num_parameters() == 24 + 15 + 8);
+  CHECK(net.weight_offset(1) == 24);
+  CHECK(net.bias_offset(1) == 24 + 12);
+  CHECK(net.is_regularized(19));
+  CHECK_FALSE(net.is_regularized(20));  // first bias of layer 0
+  CHECK(net.is_regularized(24));
+  CHECK_FALSE(net.is_regularized(46));
+  CHECK(net.describe() == "5-4(tanh)-3(tanh)-2");
+  CHECK(net.architecture() != MLP(5, {3, 4}, 2, Activation::tanh).architecture());
+  CHECK(net.architecture() != MLP(5, {4, 3}, 2, Activation::relu).architecture());
+
+  auto message = [](auto&& make) {
+    try {
+      make();
+    } catch (const gradsum::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message([] { MLP(0, {3}, 1); }).find("num_features must be at least 1, got 0") !=
+        std::string::npos);
+  CHECK(message([] { MLP(3, {3, 0}, 1); }).find("layer 2 has width 0") != std::string::npos);
+  CHECK(message([] { MLP(3, {MLP::max_width + 1}, 1); }).find("GRADSUM_MLP_MAX_WIDTH") !=
+        std::string::npos);
+  CHECK(message([] { MLP(3, std::vector<int>(MLP::max_layers, 2), 1); })
+            .find("GRADSUM_MLP_MAX_LAYERS") != std::string::npos);
+  CHECK(message([] { MLP(3, {2, 2}, 1, std::vector<Activation>{Activation::relu}); })
+            .find("1 activations given for 2 hidden layers") != std::string::npos);
+  CHECK(message([] { gradsum::parse_activation("softplus"); }).find("'softplus'") !=
+        std::string::npos);
+  CHECK(message([] { Initializer::parse("constant:x"); }).find("'x'") != std::string::npos);
+  CHECK(message([] { Initializer::parse("uniform:-1"); }).find("must be >= 0") !=
+        std::string::npos);
+  CHECK(message([] { Initializer::parse("xavier"); }).find("unknown initializer 'xavier'") !=
+        std::string::npos);
+}
+
+TEST_CASE("initializers: documented distributions, seeded, biases zero") {
+  const MLP net(30, {40}, 20, Activation::relu);
+  const auto glorot = gradsum::initial_parameters(net, Initializer::glorot_uniform().with_seed(1));
+  CHECK(glorot == gradsum::initial_parameters(net, Initializer::glorot_uniform().with_seed(1)));
+  CHECK(glorot != gradsum::initial_parameters(net, Initializer::glorot_uniform().with_seed(2)));
+  for (int l = 0; l < net.num_layers(); ++l) {
+    const double fan_in = net.layer_inputs(l), fan_out = net.layer_outputs(l);
+    const auto begin = glorot.begin() + net.weight_offset(l);
+    const auto end = glorot.begin() + net.bias_offset(l);
+    const double bound = std::sqrt(6.0 / (fan_in + fan_out));
+    double sum_sq = 0;
+    for (auto it = begin; it != end; ++it) {
+      CHECK(std::fabs(*it) <= bound);
+      sum_sq += *it * *it;
+    }
+    // U(-a, a) has variance a^2 / 3; 800 draws estimate it within ~10%.
+    const double variance = sum_sq / double(end - begin);
+    CHECK(variance == doctest::Approx(bound * bound / 3).epsilon(0.15));
+    for (int j = net.bias_offset(l); j < net.bias_offset(l) + net.layer_outputs(l); ++j)
+      CHECK(glorot[std::size_t(j)] == 0.0);
+  }
+  // He normal: variance 2 / fan_in; the sample mean near 0.
+  const auto he = gradsum::initial_parameters(net, Initializer::he_normal().with_seed(3));
+  double s = 0, ss = 0;
+  const int count = net.bias_offset(0);
+  for (int j = 0; j < count; ++j) {
+    s += he[std::size_t(j)];
+    ss += he[std::size_t(j)] * he[std::size_t(j)];
+  }
+  CHECK(std::fabs(s / count) < 4 * std::sqrt(2.0 / 30 / count));
+  CHECK(ss / count == doctest::Approx(2.0 / 30).epsilon(0.1));
+  const auto c = gradsum::initial_parameters(net, Initializer::parse("constant:0.25"));
+  CHECK(std::all_of(c.begin(), c.end(), [](double v) { return v == 0.25; }));
+}
+
+TEST_CASE_TEMPLATE_DEFINE("MLP gradient check: every depth, activation and head", Space,
+                          mlp_gradient_check) {
+  const gradsum::Objective objective{0.01, true};
+  auto check = [&](MLP net, auto loss, Kind kind, std::uint64_t seed) {
+    const auto problem = random_problem(24, net.num_features(), kind, net.num_outputs(), seed);
+    const auto data = Data<Space>::from_host(problem.n, problem.d, problem.x, problem.y);
+    // Random biases too: with zero biases a ReLU unit whose inputs are all
+    // zero sits exactly on its kink, where no derivative exists.
+    Kokkos::View<double*, typename Space::memory_space> theta(
+        "theta", std::size_t(net.num_parameters()));
+    fill(theta, random_vector(theta.extent(0), seed + 1000, 0.6));
+    double errors[2];
+    for (bool batched : {false, true}) {
+      net.batched = batched;
+      errors[batched] = gradsum::gradient_check(Space(), net, loss, theta, data,
+                                                gradsum::CentralDifference{1e-5}, objective);
+    }
+    INFO(net.describe() << " with " << loss.name() << ", seed " << seed << ": per-sample "
+                        << errors[0] << ", batched " << errors[1]);
+    CHECK(errors[0] <= 1e-6);
+    CHECK(errors[1] <= 1e-6);
+  };
+  std::uint64_t seed = 100;
+  for (int depth = 1; depth <= 3; ++depth)
+    for (Activation a : all_activations) {
+      const std::vector<int> widths{5, 4, 3};
+      const std::vector<int> hidden(widths.begin(), widths.begin() + depth);
+      check(MLP(4, hidden, 1, a), SquaredError{}, Kind::regression, ++seed);
+      check(MLP(4, hidden, 1, a), BinaryCrossEntropy{}, Kind::binary, ++seed);
+      check(MLP(4, hidden, 3, a), SoftmaxCrossEntropy{}, Kind::multiclass, ++seed);
+    }
+}
+TEST_CASE_TEMPLATE_APPLY(mlp_gradient_check, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("MLP: backward(), the fused and the batched paths agree", Space,
+                          mlp_paths) {
+  // On the host, backward() after forward() and the loss derivative (the
+  // contract's separate calls) against sample_gradient(), one sample at a time.
+  const MLP net(6, {7, 5}, 3, std::vector<Activation>{Activation::tanh, Activation::relu});
+  const auto problem = random_problem(19, 6, Kind::multiclass, 3, 7);
+  const auto theta = gradsum::initial_parameters(net, Initializer::he_uniform().with_seed(8));
+  const int P = net.num_parameters();
+  std::vector<double> separate(std::size_t(P), 0.0), fused(std::size_t(P), 0.0);
+  double loss_separate = 0, loss_fused = 0;
+  const SoftmaxCrossEntropy loss;
+  for (std::int64_t i = 0; i < problem.n; ++i) {
+    const double* x = &problem.x[std::size_t(i) * 6];
+    double z[3], dz[3];
+    net.forward(theta.data(), x, z);
+    loss_separate += loss.value(z, 3, problem.y[std::size_t(i)]);
+    loss.derivative(z, 3, problem.y[std::size_t(i)], dz);
+    net.backward(theta.data(), x, dz, separate.data());
+    loss_fused += net.sample_gradient(loss, theta.data(), x, problem.y[std::size_t(i)],
+                                      fused.data());
+  }
+  CHECK(distance(fused, separate) <= 1e-15);
+  CHECK(loss_fused == doctest::Approx(loss_separate).epsilon(1e-15));
+
+  // Through the step: per-sample and batched sums of a batch whose size
+  // is not a multiple of the block, with row lists.
+  auto data = Data<Space>::from_host(problem.n, 6, problem.x, problem.y);
+  Kokkos::View<double*, typename Space::memory_space> device_theta("theta", std::size_t(P));
+  fill(device_theta, theta);
+  std::vector<double> sums[2];
+  for (bool batched : {false, true}) {
+    MLP variant = net;
+    variant.batched = batched;
+    auto step = gradsum::make_step<double>(Space(), variant, loss, gradsum::SGD{},
+                                           gradsum::Objective{0.0, false});
+    step.evaluate(device_theta, data, RowRange{0, problem.n});
+    sums[batched] = to_host(step.sums());
+    sums[batched].resize(std::size_t(P) + 1);
+  }
+  std::vector<double> expected = separate;
+  expected.push_back(loss_separate);
+  CHECK(distance(sums[0], expected) <= 1e-13);
+  CHECK(distance(sums[1], expected) <= 1e-13);
+}
+TEST_CASE_TEMPLATE_APPLY(mlp_paths, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("MLP partition identity: parts sum to the batch gradient", Space,
+                          mlp_partition) {
+  const MLP net(5, {6, 4}, 3, Activation::sigmoid);
+  const std::int64_t n = 61;
+  const auto problem = random_problem(n, 5, Kind::multiclass, 3, 31);
+  const auto data = Data<Space>::from_host(n, 5, problem.x, problem.y);
+  const auto theta = parameters<Space>(net, Initializer::glorot_uniform().with_seed(4));
+  auto step = gradsum::make_step<double>(Space(), net, SoftmaxCrossEntropy{}, gradsum::SGD{},
+                                         gradsum::Objective{0.0, false});
+  const int P = net.num_parameters();
+  auto sums_of = [&](std::int64_t begin, std::int64_t end) {
+    if (begin == end) return std::vector<double>(std::size_t(P) + 1, 0.0);
+    step.evaluate(theta, data, RowRange{begin, end});
+    auto s = to_host(step.sums());
+    s.resize(std::size_t(P) + 1);
+    return s;
+  };
+  const auto full = sums_of(0, n);
+  for (int parts = 1; parts <= 8; ++parts) {
+    std::vector<double> total(std::size_t(P) + 1, 0.0);
+    for (int p = 0; p < parts; ++p) {
+      const auto range = gradsum::partition(n, parts, p);
+      const auto part = sums_of(range.begin, range.end);
+      for (std::size_t j = 0; j < total.size(); ++j) total[j] += part[j];
+    }
+    INFO("parts = " << parts);
+    CHECK(distance(total, full) <= 1e-12);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(mlp_partition, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("symmetry: a constant start keeps hidden units identical", Space,
+                          mlp_symmetry) {
+  const MLP net(4, {6, 5}, 3, Activation::tanh);
+  const auto problem = random_problem(80, 4, Kind::multiclass, 3, 12);
+  const auto data = Data<Space>::from_host(problem.n, 4, problem.x, problem.y);
+  auto train = [&](const Initializer& init) {
+    auto theta = parameters<Space>(net, init);
+    auto step = gradsum::make_step<double>(Space(), net, SoftmaxCrossEntropy{},
+                                           gradsum::SGD{0.5});
+    gradsum::StepResult first, last;
+    for (int t = 0; t < 50; ++t) (t == 0 ? first : last) = step(theta, data);
+    CHECK(last.loss < first.loss);  // it learns, but as a network of one unit per layer
+    return theta;
+  };
+  const auto constant = train(Initializer::constant(0.3));
+  const auto groups = gradsum::diagnostics::symmetric_units(net, constant);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].layer == 0);
+  CHECK(groups[0].units == std::vector<int>{0, 1, 2, 3, 4, 5});
+  CHECK(groups[1].layer == 1);
+  CHECK(groups[1].units.size() == 5);
+  // The weights really moved away from the constant.
+  CHECK(to_host(constant)[0] != 0.3);
+
+  const auto random = train(Initializer::glorot_uniform().with_seed(5));
+  CHECK(gradsum::diagnostics::symmetric_units(net, random).empty());
+}
+TEST_CASE_TEMPLATE_APPLY(mlp_symmetry, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("gradient health: vanishing, exploding, and healthy networks", Space,
+                          mlp_health) {
+  const auto problem = random_problem(64, 8, Kind::multiclass, 4, 3);
+  const auto data = Data<Space>::from_host(problem.n, 8, problem.x, problem.y);
+  auto health = [&](const MLP& net, const Initializer& init, auto loss) {
+    const auto theta = parameters<Space>(net, init);
+    auto step = gradsum::make_step<double>(Space(), net, loss, gradsum::SGD{});
+    step.evaluate(theta, data);
+    const auto report = gradsum::diagnostics::gradient_health(net, theta, step.gradient());
+    // The norms against a host computation from the gradient itself.
+    const auto g = to_host(step.gradient());
+    for (const auto& layer : report.layers) {
+      const int end = layer.layer + 1 < net.num_layers() ? net.weight_offset(layer.layer + 1)
+                                                         : net.num_parameters();
+      double ss = 0;
+      for (int j = net.weight_offset(layer.layer); j < end; ++j)
+        ss += g[std::size_t(j)] * g[std::size_t(j)];
+      CHECK(layer.gradient_norm == doctest::Approx(std::sqrt(ss)).epsilon(1e-12));
+    }
+    for (const auto& w : report.warnings) MESSAGE(net.describe() << ": " << w);
+    return report;
+  };
+  // Ten sigmoid layers: every layer scales the backpropagated signal by
+  // f' <= 1/4 times a Glorot matrix of norm about 1, so the first layer's
+  // gradient is some 4^-9 ~ 4e-6 of the last's.
+  const MLP deep(8, std::vector<int>(9, 16), 4, Activation::sigmoid);
+  const auto vanishing = health(deep, Initializer::glorot_uniform().with_seed(1),
+                                SoftmaxCrossEntropy{});
+  CHECK(vanishing.vanishing);
+  CHECK(vanishing.first_to_last < 1e-3);
+  CHECK(vanishing.layers.front().gradient_norm * 1e3 < vanishing.layers.back().gradient_norm);
+  CHECK_FALSE(vanishing.exploding);
+
+  // Identity activations with weights of standard deviation 3 in layers of
+  // 16: every layer multiplies the signal by about 3 sqrt(16) = 12.
+  const MLP linear_deep(8, std::vector<int>(5, 16), 1, Activation::identity);
+  const auto exploding = health(linear_deep, Initializer::normal(3.0).with_seed(2),
+                                SquaredError{});
+  CHECK(exploding.exploding);
+
+  const MLP shallow(8, {16}, 4, Activation::tanh);
+  const auto healthy = health(shallow, Initializer::glorot_uniform().with_seed(3),
+                              SoftmaxCrossEntropy{});
+  CHECK(healthy.healthy());
+  CHECK(healthy.warnings.empty());
+}
+TEST_CASE_TEMPLATE_APPLY(mlp_health, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("clipping bounds the applied gradient norm to C exactly", Space,
+                          mlp_clipping) {
+  const MLP net(5, {8}, 1, Activation::tanh);
+  const auto problem = random_problem(50, 5, Kind::regression, 1, 9, 3.0);
+  const auto data = Data<Space>::from_host(problem.n, 5, problem.x, problem.y);
+  for (double C : {0.05, 1e6}) {
+    auto theta = parameters<Space>(net, Initializer::glorot_uniform().with_seed(6));
+    const auto before = to_host(theta);
+    auto step = gradsum::make_step<double>(
+        Space(), net, SquaredError{}, gradsum::clip_gradient_norm(gradsum::SGD{1.0}, C));
+    const auto r = step(theta, data);
+    const auto after = to_host(theta);
+    double moved = 0;
+    for (std::size_t j = 0; j < after.size(); ++j)
+      moved += (after[j] - before[j]) * (after[j] - before[j]);
+    moved = std::sqrt(moved);
+    INFO("C = " << C << ", gradient norm " << r.gradient_norm << ", moved " << moved);
+    if (r.gradient_norm > C) {
+      // SGD with lr 1 moves theta by exactly the clipped gradient.
+      CHECK(moved == doctest::Approx(C).epsilon(1e-12));
+      CHECK(step.optimizer().clipped_updates == 1);
+    } else {
+      CHECK(moved == doctest::Approx(r.gradient_norm).epsilon(1e-12));
+      CHECK(step.optimizer().clipped_updates == 0);
+    }
+  }
+  CHECK_THROWS_WITH_AS(gradsum::make_step<double>(Space(), net, SquaredError{},
+                                                  gradsum::clip_gradient_norm(gradsum::SGD{}, -1.0)),
+                       doctest::Contains("max_norm must be positive, got -1"), gradsum::Error);
+}
+TEST_CASE_TEMPLATE_APPLY(mlp_clipping, Spaces);
+
+namespace {
+
+gradsum::Table digits() {
+  const std::string path = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz";
+  gzFile f = gzopen(path.c_str(), "rb");
+  REQUIRE_MESSAGE(f != nullptr, "cannot open " << path);
+  std::string text;
+  char buffer[1 << 16];
+  int n;
+  while ((n = gzread(f, buffer, sizeof buffer)) > 0) text.append(buffer, std::size_t(n));
+  gzclose(f);
+  std::istringstream in(text);
+  gradsum::CsvOptions options;
+  options.header = gradsum::Header::absent;
+  return gradsum::parse_csv(in, path, options);
+}
+
+}  // namespace
+
+TEST_CASE("digits: a one-hidden-layer MLP reaches 95% held-out accuracy") {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  auto table = digits();
+  REQUIRE(table.num_rows == 1797);
+  REQUIRE(table.num_features == 64);
+  auto split = gradsum::train_test_split(table, 0.2, 42);
+  CHECK(split.test.num_rows == 359);
+  const auto scaler = gradsum::StandardScaler::fit(split.train);
+  scaler.transform(split.train);
+  scaler.transform(split.test);
+  const auto train = Data<Space>::from_host(std::int64_t(split.train.num_rows), 64,
+                                            split.train.features, split.train.targets);
+  const auto test = Data<Space>::from_host(std::int64_t(split.test.num_rows), 64,
+                                           split.test.features, split.test.targets);
+  const MLP net(64, {32}, 10, Activation::tanh);
+  auto theta = parameters<Space>(net, Initializer::glorot_uniform().with_seed(7));
+  auto step = gradsum::make_step<double>(Space(), net, SoftmaxCrossEntropy{},
+                                         gradsum::Adam{0.01}, gradsum::Objective{1e-4, true});
+  gradsum::MiniBatchSampler<Space::memory_space> sampler(train.num_samples(), 64, 7);
+  for (int epoch = 0; epoch < 20; ++epoch) {
+    sampler.shuffle(epoch);
+    for (std::int64_t b = 0; b < sampler.num_batches(); ++b) step(theta, train, sampler.batch(b));
+  }
+  const auto correct = gradsum::count_correct(Space(), net, SoftmaxCrossEntropy{}, theta, test);
+  const double accuracy = double(correct) / double(test.num_samples());
+  MESSAGE("digits held-out accuracy: " << accuracy << " (" << correct << " of "
+                                       << test.num_samples() << ")");
+  CHECK(accuracy >= 0.95);
+}
