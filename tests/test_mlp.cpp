@@ -3,9 +3,8 @@
 // batched paths, the partition identity, initializers, gradient health
 // (symmetry, vanishing, exploding), clipping, and digits.
 
+#include "digits.hpp"
 #include "test_helpers.hpp"
-
-#include <zlib.h>
 
 #include <algorithm>
 #include <numeric>
@@ -340,35 +339,11 @@ TEST_CASE_TEMPLATE_DEFINE("clipping bounds the applied gradient norm to C exactl
 }
 TEST_CASE_TEMPLATE_APPLY(mlp_clipping, Spaces);
 
-namespace {
-
-gradsum::Table digits() {
-  const std::string path = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz";
-  gzFile f = gzopen(path.c_str(), "rb");
-  REQUIRE_MESSAGE(f != nullptr, "cannot open " << path);
-  std::string text;
-  char buffer[1 << 16];
-  int n;
-  while ((n = gzread(f, buffer, sizeof buffer)) > 0) text.append(buffer, std::size_t(n));
-  gzclose(f);
-  std::istringstream in(text);
-  gradsum::CsvOptions options;
-  options.header = gradsum::Header::absent;
-  return gradsum::parse_csv(in, path, options);
-}
-
-}  // namespace
-
 TEST_CASE("digits: a one-hidden-layer MLP reaches 95% held-out accuracy") {
   using Space = Kokkos::DefaultHostExecutionSpace;
-  auto table = digits();
-  REQUIRE(table.num_rows == 1797);
-  REQUIRE(table.num_features == 64);
-  auto split = gradsum::train_test_split(table, 0.2, 42);
+  const auto split = standardized_digits();
   CHECK(split.test.num_rows == 359);
-  const auto scaler = gradsum::StandardScaler::fit(split.train);
-  scaler.transform(split.train);
-  scaler.transform(split.test);
+  CHECK(split.train.num_rows == 1438);
   const auto train = Data<Space>::from_host(std::int64_t(split.train.num_rows), 64,
                                             split.train.features, split.train.targets);
   const auto test = Data<Space>::from_host(std::int64_t(split.test.num_rows), 64,
