@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// gradsum-train: trains a linear, logistic or softmax model on a CSV file.
+// gradsum-train: trains a linear, logistic, softmax or MLP model on a CSV file.
 // Exit status: 0 on success, 1 on an error in the data or the run, 2 on a
 // bad command line.
 
@@ -8,6 +8,8 @@
 #include "train_options.hpp"
 
 #include <cmath>
+#include <type_traits>
+#include <utility>
 #include <cstdarg>
 #include <cstdio>
 #include <fstream>
@@ -60,16 +62,40 @@ void write_params(const std::string& path, const std::vector<double>& theta) {
   }
 }
 
+// The rows to train on and, with --test-fraction, the rows held out.
+struct Inputs {
+  gradsum::Table train;
+  gradsum::Table test;
+};
+
 template <class View>
 std::vector<double> host_values(const View& v) {
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
   return std::vector<double>(h.data(), h.data() + h.extent(0));
 }
 
+// --diagnostics: per-layer norms of the gradient of J (in step.gradient()
+// after an evaluate) and the health warnings.
+template <class Model, class Theta, class Gradient>
+void print_diagnostics(const Model& model, const Theta& theta, const Gradient& gradient) {
+  if constexpr (std::is_same<Model, gradsum::MLP>::value) {
+    const auto report = gradsum::diagnostics::gradient_health(model, theta, gradient);
+    for (const auto& n : report.layers)
+      say("  layer %d: |g| = %.3e  |theta| = %.3e  |g|/|theta| = %.3e\n", n.layer,
+          n.gradient_norm, n.parameter_norm, n.ratio);
+    for (const auto& w : report.warnings) say("  warning: %s\n", w.c_str());
+    for (const auto& g : gradsum::diagnostics::symmetric_units(model, theta))
+      say("  warning: layer %d: %zu hidden units have identical incoming weights (symmetric "
+          "start? use a random --init)\n",
+          g.layer, g.units.size());
+  }
+}
+
 template <class Space, class Model, class Loss, class Optimizer>
-int train(const Options& o, const gradsum::Table& table, const Model& model, const Loss& loss,
+int train(const Options& o, const Inputs& inputs, const Model& model, const Loss& loss,
           const Optimizer& optimizer, const Aggregation& aggregation) {
   using Data = gradsum::Dataset<double, typename Space::memory_space>;
+  const gradsum::Table& table = inputs.train;
   const Data data = Data::from_host(std::int64_t(table.num_rows),
                                     int(table.num_features), table.features,
                                     table.targets);
@@ -81,6 +107,8 @@ int train(const Options& o, const gradsum::Table& table, const Model& model, con
   const int rank = aggregation.rank(), ranks = aggregation.size();
   const auto my_rows = gradsum::partition(data.num_samples(), ranks, rank);
   auto theta = step.make_parameters();
+  if constexpr (std::is_same<Model, gradsum::MLP>::value)
+    gradsum::initialize(model, gradsum::Initializer::parse(o.init).with_seed(o.seed), theta);
 
   if (o.print_gradient) {
     const auto r = step.evaluate(theta, data, my_rows);
@@ -89,9 +117,12 @@ int train(const Options& o, const gradsum::Table& table, const Model& model, con
     return 0;
   }
 
+  std::string model_name = model.name();
+  if constexpr (std::is_same<Model, gradsum::MLP>::value)
+    model_name += " " + model.describe();
   say("gradsum-train: %s model, %s loss, %s optimizer, %zu samples x %zu features, "
       "%d parameters, space %s, %d rank%s, %s\n",
-      model.name(), loss.name(), o.optimizer.c_str(), table.num_rows, table.num_features,
+      model_name.c_str(), loss.name(), o.optimizer.c_str(), table.num_rows, table.num_features,
       step.num_parameters(), gradsum::space_name<Space>().c_str(), ranks,
       ranks == 1 ? "" : "s",
       o.batch == 0 ? "full batch" : ("batch " + std::to_string(o.batch)).c_str());
@@ -112,6 +143,7 @@ int train(const Options& o, const gradsum::Table& table, const Model& model, con
     }
     r = step.evaluate(theta, data, my_rows);  // the whole training objective
     say("epoch %d loss=%.6g grad_norm=%.6g\n", epoch, r.loss, r.gradient_norm);
+    if (o.diagnostics) print_diagnostics(model, theta, step.gradient());
     std::fflush(stdout);
   }
   if (reason != gradsum::StopReason::none)
@@ -126,20 +158,62 @@ int train(const Options& o, const gradsum::Table& table, const Model& model, con
     const auto correct = gradsum::count_correct(space, model, loss, theta, data);
     say(" accuracy=%.6g", double(correct) / double(data.num_samples()));
   }
+  if (inputs.test.num_rows > 0) {
+    const gradsum::Table& t = inputs.test;
+    const Data test = Data::from_host(std::int64_t(t.num_rows), int(t.num_features), t.features,
+                                      t.targets);
+    if constexpr (gradsum::is_classifier_loss_v<Loss>) {
+      const auto correct = gradsum::count_correct(space, model, loss, theta, test);
+      say(" test_accuracy=%.6g", double(correct) / double(test.num_samples()));
+    } else {
+      const auto held = step.evaluate(theta, test, gradsum::partition(test.num_samples(), ranks, rank));
+      say(" test_loss=%.10g", held.loss);
+    }
+  }
   say("\n");
   if (!o.save_params.empty() && rank == 0) write_params(o.save_params, host_values(theta));
   return 0;
 }
 
+// Newton, steepest descent and L-BFGS: methods that evaluate J more than
+// once per step (line searches) or need its Hessian.
+template <class Space, class Model, class Loss>
+int with_line_search(const Options& o, const Inputs& inputs, const Model& model,
+                     const Loss& loss, const Aggregation& aggregation) {
+  const std::string& name = o.optimizer;
+  if (name == "newton") {
+    gradsum::Newton newton;
+    if (o.lr_given) newton.lr = o.lr;
+    return train<Space>(o, inputs, model, loss, newton, aggregation);
+  }
+  if (name == "steepest") {
+    gradsum::SteepestDescent sd;
+    if (o.lr_given) sd.initial_step = o.lr;
+    if (o.line_search == "exact") sd.line_search = gradsum::SteepestDescent::LineSearch::exact;
+    else if (!o.line_search.empty() && o.line_search != "armijo")
+      gradsum::detail::fail("--line-search: steepest takes armijo or exact, got '", o.line_search, "'");
+    return train<Space>(o, inputs, model, loss, sd, aggregation);
+  }
+  gradsum::LBFGS lbfgs;
+  lbfgs.m = o.history;
+  if (o.line_search == "armijo") lbfgs.line_search = gradsum::LBFGS::LineSearch::armijo;
+  else if (!o.line_search.empty() && o.line_search != "wolfe")
+    gradsum::detail::fail("--line-search: lbfgs takes wolfe or armijo, got '", o.line_search, "'");
+  return train<Space>(o, inputs, model, loss, lbfgs, aggregation);
+}
+
 // The optimizer the flags ask for; first-order methods follow --schedule.
 template <class Space, class Model, class Loss>
-int with_optimizer(const Options& o, const gradsum::Table& table, const Model& model,
+int with_optimizer(const Options& o, const Inputs& inputs, const Model& model,
                    const Loss& loss, const Aggregation& aggregation) {
   auto schedule = gradsum_train::parse_schedule(o.schedule).with_warmup(o.warmup);
   auto first_order = [&](auto optimizer) {
     if (o.lr_given) optimizer.lr = o.lr;
-    return train<Space>(o, table, model, loss,
-                        gradsum::Scheduled<decltype(optimizer)>(optimizer, schedule), aggregation);
+    gradsum::Scheduled<decltype(optimizer)> scheduled(optimizer, schedule);
+    // Without --clip-norm the bound is infinite: one type either way.
+    return train<Space>(o, inputs, model, loss,
+                        gradsum::clip_gradient_norm(scheduled, o.clip_norm > 0 ? o.clip_norm : HUGE_VAL),
+                        aggregation);
   };
   const std::string& name = o.optimizer;
   if (name == "sgd") return first_order(gradsum::SGD{o.lr});
@@ -165,53 +239,58 @@ int with_optimizer(const Options& o, const gradsum::Table& table, const Model& m
     };
     return name == "adam" ? configure(gradsum::Adam{}) : configure(gradsum::AdamW{});
   }
-  if (name == "newton") {
-    gradsum::Newton newton;
-    if (o.lr_given) newton.lr = o.lr;
-    return train<Space>(o, table, model, loss, newton, aggregation);
+  if constexpr (std::is_same<Model, gradsum::MLP>::value) {
+    // parse() accepts only first-order optimizers for an MLP.
+    gradsum::detail::fail("--optimizer: ", name, " does not train --model mlp");
+  } else {
+    return with_line_search<Space>(o, inputs, model, loss, aggregation);
   }
-  if (name == "steepest") {
-    gradsum::SteepestDescent sd;
-    if (o.lr_given) sd.initial_step = o.lr;
-    if (o.line_search == "exact") sd.line_search = gradsum::SteepestDescent::LineSearch::exact;
-    else if (!o.line_search.empty() && o.line_search != "armijo")
-      gradsum::detail::fail("--line-search: steepest takes armijo or exact, got '", o.line_search, "'");
-    return train<Space>(o, table, model, loss, sd, aggregation);
-  }
-  gradsum::LBFGS lbfgs;
-  lbfgs.m = o.history;
-  if (o.line_search == "armijo") lbfgs.line_search = gradsum::LBFGS::LineSearch::armijo;
-  else if (!o.line_search.empty() && o.line_search != "wolfe")
-    gradsum::detail::fail("--line-search: lbfgs takes wolfe or armijo, got '", o.line_search, "'");
-  return train<Space>(o, table, model, loss, lbfgs, aggregation);
 }
 
-template <class Space>
-int run_on(const Options& o, const gradsum::Table& table, const Aggregation& aggregation) {
-  const int d = int(table.num_features);
-  if (o.model == "linear")
-    return with_optimizer<Space>(o, table, gradsum::Linear(d), gradsum::SquaredError{},
-                                 aggregation);
-  if (o.model == "logistic")
-    return with_optimizer<Space>(o, table, gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
-                                 aggregation);
+// The number of classes C of integer labels 0 … C-1, checked for a softmax head.
+int count_classes(const gradsum::Table& table) {
   double classes = 0;
   for (double y : table.targets) classes = y + 1 > classes ? y + 1 : classes;
   if (!(classes >= 2 && classes <= gradsum::max_outputs))
     gradsum::detail::fail(table.source, ": softmax needs integer class labels 0 … C-1 with ",
                           "2 <= C <= ", gradsum::max_outputs, "; the largest label is ",
                           classes - 1);
-  return with_optimizer<Space>(o, table, gradsum::Softmax(d, int(classes)),
+  return int(classes);
+}
+
+template <class Space>
+int run_on(const Options& o, const Inputs& inputs, const Aggregation& aggregation) {
+  const gradsum::Table& table = inputs.train;
+  const int d = int(table.num_features);
+  if (o.model == "mlp") {
+    const auto activation = gradsum::parse_activation(o.activation);
+    if (o.loss == "squared")
+      return with_optimizer<Space>(o, inputs, gradsum::MLP(d, o.hidden, 1, activation),
+                                   gradsum::SquaredError{}, aggregation);
+    if (o.loss == "logistic")
+      return with_optimizer<Space>(o, inputs, gradsum::MLP(d, o.hidden, 1, activation),
+                                   gradsum::BinaryCrossEntropy{}, aggregation);
+    return with_optimizer<Space>(o, inputs,
+                                 gradsum::MLP(d, o.hidden, count_classes(table), activation),
+                                 gradsum::SoftmaxCrossEntropy{}, aggregation);
+  }
+  if (o.model == "linear")
+    return with_optimizer<Space>(o, inputs, gradsum::Linear(d), gradsum::SquaredError{},
+                                 aggregation);
+  if (o.model == "logistic")
+    return with_optimizer<Space>(o, inputs, gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
+                                 aggregation);
+  return with_optimizer<Space>(o, inputs, gradsum::Softmax(d, count_classes(table)),
                                gradsum::SoftmaxCrossEntropy{}, aggregation);
 }
 
 template <class... Spaces>
-int dispatch(const Options& o, const gradsum::Table& table, const Aggregation& aggregation,
+int dispatch(const Options& o, const Inputs& inputs, const Aggregation& aggregation,
              std::tuple<Spaces...>*) {
   const std::string wanted =
       o.space.empty() ? gradsum::space_name<Kokkos::DefaultExecutionSpace>() : o.space;
   int status = -1;
-  ((status < 0 && gradsum::space_name<Spaces>() == wanted ? status = run_on<Spaces>(o, table, aggregation)
+  ((status < 0 && gradsum::space_name<Spaces>() == wanted ? status = run_on<Spaces>(o, inputs, aggregation)
                                                           : 0),
    ...);
   if (status < 0)
@@ -234,25 +313,45 @@ int main(int argc, char* argv[]) {
     std::fputs(gradsum_train::usage(), stdout);
     return 0;
   }
+  // Values only the library can judge are still command-line errors.
+  for (auto check : {+[](const Options& o) { gradsum::parse_activation(o.activation); },
+                     +[](const Options& o) { gradsum::Initializer::parse(o.init); }}) {
+    try {
+      check(options);
+    } catch (const gradsum::Error& e) {
+      std::fprintf(stderr, "gradsum-train: error: %s\n", e.what());
+      return 2;
+    }
+  }
   gradsum::Environment environment(argc, argv);
   printer = environment.rank() == 0;
   try {
     Aggregation aggregation = make_aggregation();
     // Reading can fail on one rank only (a file missing on one node):
     // every rank learns of it before the first collective of training.
-    gradsum::Table table;
+    Inputs inputs;
     std::string error;
     try {
       gradsum::CsvOptions csv;
       csv.target_column = options.target_column;
-      table = gradsum::read_csv(options.data, csv);
-      if (options.standardize) gradsum::StandardScaler::fit(table).transform(table);
+      inputs.train = gradsum::read_csv(options.data, csv);
+      if (options.test_fraction > 0) {
+        auto split = gradsum::train_test_split(inputs.train, options.test_fraction, options.seed);
+        inputs.train = std::move(split.train);
+        inputs.test = std::move(split.test);
+      }
+      if (options.standardize) {
+        // The held-out rows are scaled by the training rows' statistics.
+        const auto scaler = gradsum::StandardScaler::fit(inputs.train);
+        scaler.transform(inputs.train);
+        if (inputs.test.num_rows > 0) scaler.transform(inputs.test);
+      }
     } catch (const gradsum::Error& e) {
       error = e.what();
     }
     error = aggregation.first_error(error);
     if (!error.empty()) throw gradsum::Error(error);
-    return dispatch(options, table, aggregation,
+    return dispatch(options, inputs, aggregation,
                     static_cast<gradsum::ExecutionSpaces*>(nullptr));
   } catch (const std::exception& e) {
     // Errors from the step reach every rank alike; rank 0 reports them.

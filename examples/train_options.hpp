@@ -22,7 +22,14 @@ namespace gradsum_train {
 /// Everything gradsum-train can be told.
 struct Options {
   std::string data;
-  std::string model = "logistic";  // linear | logistic | softmax
+  std::string model = "logistic";  // linear | logistic | softmax | mlp
+  std::vector<int> hidden;          // mlp: hidden layer widths
+  std::string loss;                 // mlp: squared | logistic | softmax (default softmax)
+  std::string activation = "relu";  // mlp: hidden activation
+  std::string init = "glorot";      // mlp: initializer
+  double clip_norm = 0;             // > 0: clip the gradient norm of first-order updates
+  bool diagnostics = false;         // mlp: per-layer gradient health every epoch
+  double test_fraction = 0;         // rows held out for a final test score
   std::string optimizer = "sgd";
   double lr = 0.1;
   bool lr_given = false;  // otherwise the optimizer's own default (SGD: 0.1)
@@ -59,7 +66,19 @@ inline const char* usage() {
          "\n"
          "  --data FILE            the CSV file (required)\n"
          "  --target-column K      0-based column of the target (default: last)\n"
-         "  --model M              linear | logistic | softmax (default logistic)\n"
+         "  --model M              linear | logistic | softmax | mlp:H1,H2,… (hidden\n"
+         "                         layer widths; default logistic)\n"
+         "  --loss L               mlp: squared | logistic | softmax (default softmax)\n"
+         "  --activation A         mlp: relu | tanh | sigmoid | identity (default relu)\n"
+         "  --init I               mlp: glorot | glorot_normal | he | he_uniform |\n"
+         "                         uniform[:A] | normal[:S] | zeros | constant:V\n"
+         "                         (default glorot; seeded by --seed)\n"
+         "  --diagnostics          mlp: per-layer gradient and parameter norms every\n"
+         "                         epoch, with warnings (vanishing, exploding, symmetric units)\n"
+         "  --clip-norm C          clip the gradient to norm C > 0 before each update\n"
+         "                         (first-order optimizers)\n"
+         "  --test-fraction F      hold out a seeded fraction F in [0, 1) of the rows; the\n"
+         "                         final line ends with test_accuracy= or test_loss=\n"
          "  --optimizer NAME       sgd | momentum | nesterov | adagrad | rmsprop | adam |\n"
          "                         adamw | newton | steepest | lbfgs (default sgd)\n"
          "  --lr X                 learning rate > 0 (default 0.1 for sgd, else the\n"
@@ -81,7 +100,8 @@ inline const char* usage() {
          "  --epochs E             passes over the data, >= 0 (default 10)\n"
          "  --batch B              mini-batch size, 0 = full batch (default 0)\n"
          "  --l2 X                 L2 penalty >= 0 on weights (default 0)\n"
-         "  --seed S               seed of the mini-batch order (default 0)\n"
+         "  --seed S               seed of the mini-batch order, the test split and the\n"
+         "                         initial parameters (default 0)\n"
          "  --standardize          scale features to mean 0, deviation 1\n"
          "  --space NAME           Kokkos execution space, e.g. serial, openmp\n"
          "  --save-params FILE     write the parameters, one per line\n"
@@ -149,6 +169,20 @@ inline gradsum::Schedule parse_schedule(const std::string& text) {
   return schedule;
 }
 
+/// An --model mlp:H1,H2,… width list: positive integers separated by commas.
+inline std::vector<int> parse_widths(const std::string& text) {
+  std::vector<int> widths;
+  std::size_t start = 0;
+  for (;;) {
+    const auto comma = text.find(',', start);
+    widths.push_back(int(detail::parse_integer("--model mlp:", text.substr(start, comma - start),
+                                               1, 1000000)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return widths;
+}
+
 /// Parses the arguments (program name excluded). Throws gradsum::Error
 /// naming the flag and the value on anything it cannot accept. Arguments
 /// starting with --kokkos- are left to Kokkos.
@@ -166,9 +200,30 @@ inline Options parse(const std::vector<std::string>& args) {
       o.data = value();
     } else if (flag == "--model") {
       o.model = value();
-      if (o.model != "linear" && o.model != "logistic" && o.model != "softmax")
-        gradsum::detail::fail("--model: expected linear, logistic or softmax, got '",
+      if (o.model.rfind("mlp:", 0) == 0) {
+        o.hidden = parse_widths(o.model.substr(4));
+        o.model = "mlp";
+      } else if (o.model != "linear" && o.model != "logistic" && o.model != "softmax") {
+        gradsum::detail::fail("--model: expected linear, logistic, softmax or mlp:H1,H2,…, got '",
                               o.model, "'");
+      }
+    } else if (flag == "--loss") {
+      o.loss = value();
+      if (o.loss != "squared" && o.loss != "logistic" && o.loss != "softmax")
+        gradsum::detail::fail("--loss: expected squared, logistic or softmax, got '", o.loss, "'");
+    } else if (flag == "--activation") {
+      o.activation = value();  // checked by gradsum-train with the library's parser
+    } else if (flag == "--init") {
+      o.init = value();  // checked by gradsum-train with the library's parser
+    } else if (flag == "--clip-norm") {
+      o.clip_norm = detail::parse_double(flag, value());
+      if (!(o.clip_norm > 0)) gradsum::detail::fail("--clip-norm: must be positive, got ", o.clip_norm);
+    } else if (flag == "--diagnostics") {
+      o.diagnostics = true;
+    } else if (flag == "--test-fraction") {
+      o.test_fraction = detail::parse_double(flag, value());
+      if (!(o.test_fraction >= 0 && o.test_fraction < 1))
+        gradsum::detail::fail("--test-fraction: must be in [0, 1), got ", o.test_fraction);
     } else if (flag == "--optimizer") {
       o.optimizer = value();
       static const char* known[] = {"sgd",  "momentum", "nesterov", "adagrad",  "rmsprop",
@@ -246,6 +301,18 @@ inline Options parse(const std::vector<std::string>& args) {
     }
   }
   if (!o.help && o.data.empty()) gradsum::detail::fail("--data FILE is required (see --help)");
+  if (o.model != "mlp") {
+    for (const char* mlp_only : {"--loss", "--activation", "--init", "--diagnostics"})
+      if (std::find(args.begin(), args.end(), mlp_only) != args.end())
+        gradsum::detail::fail(mlp_only, ": applies to --model mlp:…, not to --model ", o.model);
+  } else {
+    const char* first_order[] = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adam", "adamw"};
+    if (std::find(std::begin(first_order), std::end(first_order), o.optimizer) == std::end(first_order))
+      gradsum::detail::fail("--optimizer: --model mlp trains with sgd, momentum, nesterov, adagrad, "
+                            "rmsprop, adam or adamw, got '", o.optimizer, "'");
+  }
+  if (o.clip_norm > 0 && (o.optimizer == "newton" || o.optimizer == "steepest" || o.optimizer == "lbfgs"))
+    gradsum::detail::fail("--clip-norm: applies to first-order optimizers, not to ", o.optimizer);
   return o;
 }
 
