@@ -54,6 +54,7 @@
 #include <gradsum/optimizer/sgd.hpp>
 #include <gradsum/optimizer/steepest_descent.hpp>
 
+#include <gradsum/diagnostics/critical_point.hpp>
 #include <gradsum/diagnostics/gradient_health.hpp>
 
 #include <gradsum/train/metrics.hpp>
