@@ -7,6 +7,7 @@
 
 #include "train_options.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <utility>
@@ -148,6 +149,16 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
   }
   if (reason != gradsum::StopReason::none)
     say("stopped after %lld steps: %s\n", static_cast<long long>(steps), gradsum::describe(reason));
+  if (reason == gradsum::StopReason::gradient_norm) {
+    // A vanishing gradient marks a critical point: the Hessian's extreme
+    // eigenvalues say which kind.
+    const auto c = gradsum::diagnostics::curvature(step, theta, data, my_rows);
+    const double scale = std::max(std::fabs(c.min_eigenvalue), std::fabs(c.max_eigenvalue));
+    say("critical point: %s (Hessian eigenvalues from %.6g to %.6g, %s)\n",
+        gradsum::diagnostics::describe(gradsum::diagnostics::classify(c, 1e-8 * std::max(scale, 1.0))),
+        c.min_eigenvalue, c.max_eigenvalue,
+        c.exact ? "exact" : ("Lanczos, " + std::to_string(c.products) + " products").c_str());
+  }
   if (step.skipped_steps() > 0)
     say("skipped %lld steps with a non-finite loss or gradient\n",
         static_cast<long long>(step.skipped_steps()));
