@@ -174,6 +174,58 @@ struct BinsTarget {
   }
 };
 
+/// Whether a reduction that can keep integer bins uses them now (a
+/// reduction chosen at run time says so through `bool bins() const`).
+template <class R, class = void>
+struct has_bins_switch : std::false_type {};
+template <class R>
+struct has_bins_switch<R, std::void_t<decltype(bool(std::declval<const R&>().bins()))>>
+    : std::true_type {};
+template <class R>
+bool bins_in_use(const R& reduction) {
+  if constexpr (has_bins_switch<R>::value) return reduction.bins();
+  else return true;
+}
+
+/// Whether a gradient or aggregation policy combines workers by something
+/// other than the plain sum (`bool robust() const`; false when absent).
+template <class T, class = void>
+struct has_robust : std::false_type {};
+template <class T>
+struct has_robust<T, std::void_t<decltype(bool(std::declval<const T&>().robust()))>>
+    : std::true_type {};
+template <class T>
+bool combines_robustly(const T& policy) {
+  if constexpr (has_robust<T>::value) return policy.robust();
+  else return false;
+}
+
+/// Aggregates the step's buffer: an aggregation offering
+/// `aggregate(space, buffer, count)` combines the first `count` entries
+/// (the gradient) its own way and sums the rest (loss, count, flags).
+template <class A, class Space, class View, class = void>
+struct has_aggregate_leading : std::false_type {};
+template <class A, class Space, class View>
+struct has_aggregate_leading<A, Space, View,
+                             std::void_t<decltype(std::declval<A&>().aggregate(
+                                 std::declval<const Space&>(), std::declval<const View&>(),
+                                 std::int64_t(0)))>> : std::true_type {};
+template <class A, class Space, class View>
+void aggregate_leading(A& aggregation, const Space& space, const View& buffer, std::int64_t count) {
+  if constexpr (has_aggregate_leading<A, Space, View>::value)
+    aggregation.aggregate(space, buffer, count);
+  else
+    aggregation.aggregate(space, buffer);
+}
+
+/// Analytic, or a wrapper of it (`inner_gradient`) that passes the
+/// reduction through when it does not combine robustly.
+template <class G, class = void>
+struct is_analytic_based : std::is_same<G, Analytic> {};
+template <class G>
+struct is_analytic_based<G, std::void_t<typename G::inner_gradient>>
+    : is_analytic_based<typename G::inner_gradient> {};
+
 template <class O, class = void>
 struct needs_hessian : std::false_type {};
 template <class O>
@@ -454,9 +506,15 @@ class Step {
     std::string local_error = check_shapes(theta, data, rows);
     if (local_error.empty()) local_error = check_rows_once(data);
     bool local_nonfinite = false;
+    // A robust combination of parts or ranks needs each worker's rounded
+    // sum, so the bins then stay inside each worker.
+    bool bins = false;
     if constexpr (binned) {
-      local_nonfinite = binned_sums(theta, data, rows, local_error.empty());
-    } else {
+      bins = detail::bins_in_use(reduction_) && !detail::combines_robustly(gradient_) &&
+             !detail::combines_robustly(aggregation_);
+      if (bins) local_nonfinite = binned_sums(theta, data, rows, local_error.empty());
+    }
+    if (!bins) {
       {
         detail::ScopedRegion region("gradsum::step::gradient");
         auto tail = Kokkos::subview(sums_, Kokkos::make_pair(P + 1, P + slots));
@@ -475,7 +533,7 @@ class Step {
         Kokkos::deep_copy(space_, tail, host_write_);
       }
       detail::ScopedRegion region("gradsum::step::aggregate");
-      aggregation_.aggregate(space_, sums_);
+      detail::aggregate_leading(aggregation_, space_, sums_, P);
     }
     detail::ScopedRegion region("gradsum::step::finalize");
     Kokkos::deep_copy(space_, host_read_, Kokkos::subview(sums_, Kokkos::make_pair(P, P + 4)));
@@ -597,7 +655,7 @@ class Step {
         host_tail_(1) = Scalar(1);
       }
       Kokkos::deep_copy(space_, tail, host_tail_);
-      aggregation_.aggregate(space_, hessian_sums_);
+      detail::aggregate_leading(aggregation_, space_, hessian_sums_, std::int64_t(PP));
       Kokkos::deep_copy(space_, host_hessian_sums_, hessian_sums_);
       space_.fence();
       if (host_hessian_sums_(PP + 1) > Scalar(0))
@@ -645,8 +703,9 @@ class Step {
   /// sums(). Collective.
   template <class Theta, class Data, class Rows>
   bool binned_sums(const Theta& theta, const Data& data, const Rows& rows, bool ok) {
-    static_assert(std::is_same<Gradient, Analytic>::value,
-                  "gradsum::Step: the Reproducible reduction needs the Analytic gradient policy");
+    static_assert(detail::is_analytic_based<Gradient>::value,
+                  "gradsum::Step: the Reproducible reduction needs the Analytic gradient policy "
+                  "(or VirtualWorkers<Analytic>)");
     static_assert(detail::has_aggregate_max<Aggregation>::value,
                   "gradsum::Step: the Reproducible reduction needs an Aggregation with "
                   "`aggregate_max(space, values)`");
