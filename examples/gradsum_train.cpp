@@ -25,13 +25,29 @@ using gradsum_train::Options;
 // With MPI every rank reads the whole file and takes its contiguous part
 // of each mini-batch (global sampling), so the run follows the
 // single-process run whatever the number of ranks.
+//
+// --aggregate and --reduce are run-time choices inside one policy each
+// (RobustAllreduce / VirtualWorkers, RuntimeReduction), so they add no
+// template instantiations: the workers of a robust rule are the ranks
+// when there are several, else --workers parts of each batch.
 #if GRADSUM_ENABLE_MPI
-using Aggregation = gradsum::Allreduce;
-Aggregation make_aggregation() { return Aggregation(MPI_COMM_WORLD); }
+using Aggregation = gradsum::RobustAllreduce;
+Aggregation make_aggregation(const gradsum::RobustRule& rule) {
+  int ranks = 1;
+  gradsum::mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &ranks), "MPI_Comm_size");
+  return Aggregation(MPI_COMM_WORLD, ranks > 1 ? rule : gradsum::RobustRule{});
+}
 #else
 using Aggregation = gradsum::Local;
-Aggregation make_aggregation() { return Aggregation{}; }
+Aggregation make_aggregation(const gradsum::RobustRule&) { return Aggregation{}; }
 #endif
+
+gradsum::RobustRule robust_rule(const Options& o) {
+  if (o.aggregate == "median") return gradsum::CoordinateMedian{};
+  if (o.aggregate == "trimmed") return gradsum::TrimmedMean{o.trimmed_k};
+  if (o.aggregate == "clip") return gradsum::NormClip{o.clip_c};
+  return {};
+}
 
 // Only rank 0 prints.
 bool printer = true;
@@ -103,9 +119,12 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
   const Space space;
   const gradsum::Objective objective{
       o.l2, true, o.skip_nonfinite ? gradsum::NonFinite::skip : gradsum::NonFinite::throw_error};
-  auto step = gradsum::make_step<double>(space, model, loss, optimizer, objective,
-                                         gradsum::Analytic{}, gradsum::Sum{}, aggregation);
   const int rank = aggregation.rank(), ranks = aggregation.size();
+  // One rank: a robust rule combines --workers parts of each batch.
+  const gradsum::VirtualWorkers<> gradient{ranks > 1 ? gradsum::RobustRule{} : robust_rule(o),
+                                           o.workers};
+  auto step = gradsum::make_step<double>(space, model, loss, optimizer, objective, gradient,
+                                         gradsum::RuntimeReduction::parse(o.reduce), aggregation);
   const auto my_rows = gradsum::partition(data.num_samples(), ranks, rank);
   auto theta = step.make_parameters();
   if constexpr (std::is_same<Model, gradsum::MLP>::value)
@@ -127,6 +146,10 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
       step.num_parameters(), gradsum::space_name<Space>().c_str(), ranks,
       ranks == 1 ? "" : "s",
       o.batch == 0 ? "full batch" : ("batch " + std::to_string(o.batch)).c_str());
+  if (o.reduce != "sum" || o.aggregate != "sum")
+    say("gradsum-train: reduce %s, aggregate %s over %d %s\n", o.reduce.c_str(),
+        robust_rule(o).name().c_str(), ranks > 1 ? ranks : o.workers,
+        ranks > 1 ? "ranks" : "virtual workers");
   gradsum::MiniBatchSampler<typename Space::memory_space> sampler(
       data.num_samples(), o.batch, o.seed);
   gradsum::Stopper stopper(gradsum::StoppingRules{o.max_steps, o.grad_tol, o.loss_tol});
@@ -337,7 +360,7 @@ int main(int argc, char* argv[]) {
   gradsum::Environment environment(argc, argv);
   printer = environment.rank() == 0;
   try {
-    Aggregation aggregation = make_aggregation();
+    Aggregation aggregation = make_aggregation(robust_rule(options));
     // Reading can fail on one rank only (a file missing on one node):
     // every rank learns of it before the first collective of training.
     Inputs inputs;

@@ -46,6 +46,11 @@ struct Options {
   double grad_tol = 0;
   double loss_tol = 0;
   bool skip_nonfinite = false;  // --on-nonfinite skip
+  std::string reduce = "sum";     // sum | compensated | reproducible
+  std::string aggregate = "sum";  // sum | median | trimmed | clip (knob below)
+  int trimmed_k = 0;              // --aggregate trimmed:K
+  double clip_c = 0;              // --aggregate clip:C
+  int workers = 4;                // virtual workers of a robust aggregate on one rank
   int epochs = 10;
   std::int64_t batch = 0;  // 0 = full batch
   double l2 = 0.0;
@@ -97,6 +102,17 @@ inline const char* usage() {
          "  --loss-tol X           stop when the objective changes by <= X relatively\n"
          "  --on-nonfinite A       throw (default: stop with the rank and sample) or skip\n"
          "                         (leave the parameters, count the step as skipped)\n"
+         "  --reduce R             sum (default) | compensated | reproducible: how each\n"
+         "                         process sums its samples' gradients (reproducible: the\n"
+         "                         same bits for any thread count, backend and rank count)\n"
+         "  --aggregate A          sum (default) | median | trimmed:K | clip:C: how workers'\n"
+         "                         gradients combine; robust rules resist a corrupted\n"
+         "                         worker (trimmed drops the K largest and smallest values\n"
+         "                         per coordinate, 2K < workers; clip scales each worker's\n"
+         "                         summed gradient to norm <= C > 0). The workers are the\n"
+         "                         MPI ranks, or with one rank --workers parts of each batch\n"
+         "  --workers W            virtual workers per batch on one rank, >= 1 (default 4;\n"
+         "                         used only by a robust --aggregate)\n"
          "  --epochs E             passes over the data, >= 0 (default 10)\n"
          "  --batch B              mini-batch size, 0 = full batch (default 0)\n"
          "  --l2 X                 L2 penalty >= 0 on weights (default 0)\n"
@@ -271,6 +287,41 @@ inline Options parse(const std::vector<std::string>& args) {
       if (action != "throw" && action != "skip")
         gradsum::detail::fail("--on-nonfinite: expected throw or skip, got '", action, "'");
       o.skip_nonfinite = action == "skip";
+    } else if (flag == "--reduce") {
+      o.reduce = value();
+      if (o.reduce != "sum" && o.reduce != "compensated" && o.reduce != "reproducible")
+        gradsum::detail::fail("--reduce: expected sum, compensated or reproducible, got '",
+                              o.reduce, "'");
+    } else if (flag == "--aggregate") {
+      const std::string& text = value();
+      const auto colon = text.find(':');
+      const std::string name = text.substr(0, colon);
+      const std::string knob = colon == std::string::npos ? "" : text.substr(colon + 1);
+      const std::string expected = "expected sum, median, trimmed:K (integer K >= 0) or "
+                                   "clip:C (number C > 0), got '" + text + "'";
+      if ((name == "sum" || name == "median") && colon == std::string::npos) {
+        o.aggregate = name;
+      } else if (name == "trimmed" && colon != std::string::npos) {
+        char* end = nullptr;
+        errno = 0;
+        const long k = std::strtol(knob.c_str(), &end, 10);
+        if (knob.empty() || *end != '\0' || errno == ERANGE || k < 0 || k > 1000000)
+          gradsum::detail::fail("--aggregate: ", expected);
+        o.aggregate = name;
+        o.trimmed_k = int(k);
+      } else if (name == "clip" && colon != std::string::npos) {
+        char* end = nullptr;
+        errno = 0;
+        const double c = std::strtod(knob.c_str(), &end);
+        if (knob.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(c) || !(c > 0))
+          gradsum::detail::fail("--aggregate: ", expected);
+        o.aggregate = name;
+        o.clip_c = c;
+      } else {
+        gradsum::detail::fail("--aggregate: ", expected);
+      }
+    } else if (flag == "--workers") {
+      o.workers = int(detail::parse_integer(flag, value(), 1, 4096));
     } else if (flag == "--loss-tol") {
       o.loss_tol = detail::parse_double(flag, value());
       if (o.loss_tol < 0) gradsum::detail::fail("--loss-tol: must be non-negative, got ", o.loss_tol);

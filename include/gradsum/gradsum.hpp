@@ -34,15 +34,20 @@
 #include <gradsum/gradient/central_difference.hpp>
 #include <gradsum/gradient/gradient_check.hpp>
 
+#include <gradsum/reduction/compensated.hpp>
 #include <gradsum/reduction/reproducible.hpp>
+#include <gradsum/reduction/runtime.hpp>
 #include <gradsum/reduction/sum.hpp>
 
 #include <gradsum/aggregation/local.hpp>
+#include <gradsum/aggregation/robust.hpp>
+#include <gradsum/aggregation/virtual_workers.hpp>
 #include <gradsum/aggregation/signature.hpp>
 
 #if GRADSUM_ENABLE_MPI
 #include <gradsum/mpi/allreduce.hpp>
 #include <gradsum/mpi/communicator.hpp>
+#include <gradsum/mpi/robust_allreduce.hpp>
 #endif
 
 #include <gradsum/optimizer/adaptive.hpp>

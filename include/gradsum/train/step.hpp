@@ -178,6 +178,143 @@ struct BinsTarget {
   }
 };
 
+/// Whether a reduction that can keep integer bins uses them now (a
+/// reduction chosen at run time says so through `bool bins() const`).
+template <class R, class = void>
+struct has_bins_switch : std::false_type {};
+template <class R>
+struct has_bins_switch<R, std::void_t<decltype(bool(std::declval<const R&>().bins()))>>
+    : std::true_type {};
+template <class R>
+bool bins_in_use(const R& reduction) {
+  if constexpr (has_bins_switch<R>::value) return reduction.bins();
+  else return true;
+}
+
+/// Whether a gradient or aggregation policy combines workers by something
+/// other than the plain sum (`bool robust() const`; false when absent).
+template <class T, class = void>
+struct has_robust : std::false_type {};
+template <class T>
+struct has_robust<T, std::void_t<decltype(bool(std::declval<const T&>().robust()))>>
+    : std::true_type {};
+template <class T>
+bool combines_robustly(const T& policy) {
+  if constexpr (has_robust<T>::value) return policy.robust();
+  else return false;
+}
+
+/// Aggregates the step's buffer: an aggregation offering
+/// `aggregate(space, buffer, count)` combines the first `count` entries
+/// (the gradient) its own way and sums the rest (loss, count, flags).
+template <class A, class Space, class View, class = void>
+struct has_aggregate_leading : std::false_type {};
+template <class A, class Space, class View>
+struct has_aggregate_leading<A, Space, View,
+                             std::void_t<decltype(std::declval<A&>().aggregate(
+                                 std::declval<const Space&>(), std::declval<const View&>(),
+                                 std::int64_t(0)))>> : std::true_type {};
+template <class A, class Space, class View>
+void aggregate_leading(A& aggregation, const Space& space, const View& buffer, std::int64_t count) {
+  if constexpr (has_aggregate_leading<A, Space, View>::value)
+    aggregation.aggregate(space, buffer, count);
+  else
+    aggregation.aggregate(space, buffer);
+}
+
+/// Analytic, or a wrapper of it (`inner_gradient`) that passes the
+/// reduction through when it does not combine robustly.
+template <class G, class = void>
+struct is_analytic_based : std::is_same<G, Analytic> {};
+template <class G>
+struct is_analytic_based<G, std::void_t<typename G::inner_gradient>>
+    : is_analytic_based<typename G::inner_gradient> {};
+
+// The Reproducible path's kernels, as free functions of the space and
+// the views only, so that every Step of a space shares one instance of
+// each (as members they would be compiled again per model and optimizer).
+
+/// Marks the `width` binned accumulators in `bins` empty. Asynchronous.
+template <class ExecutionSpace, class Bins>
+void binned_clear(const ExecutionSpace& space, const Bins& bins, int width) {
+  constexpr int w = binned_width;
+  Kokkos::parallel_for(
+      "gradsum::step::binned_empty", Kokkos::RangePolicy<ExecutionSpace>(space, 0, width),
+      KOKKOS_LAMBDA(int j) {
+        bins(w * j) = empty_window;
+        for (int k = 1; k < w; ++k) bins(w * j + k) = 0;
+      });
+}
+
+/// Copies the window of each of the `width` accumulators in `work` into
+/// `windows`; returns how many are poisoned (NaN or infinity). Blocking.
+template <class ExecutionSpace, class Bins>
+int binned_windows(const ExecutionSpace& space, const Bins& work, const Bins& windows, int width) {
+  constexpr int w = binned_width;
+  int poisoned = 0;
+  Kokkos::parallel_reduce(
+      "gradsum::step::binned_windows", Kokkos::RangePolicy<ExecutionSpace>(space, 0, width),
+      KOKKOS_LAMBDA(int j, int& bad) {
+        windows(j) = work(w * j);
+        bad += windows(j) == poisoned_window ? 1 : 0;
+      },
+      poisoned);
+  return poisoned;
+}
+
+/// Moves each accumulator of `work` to the agreed window `windows(j)` and
+/// writes its bins, then the count, failure and non-finite flags, into
+/// `message`. Asynchronous.
+template <class ExecutionSpace, class Bins>
+void binned_align(const ExecutionSpace& space, const Bins& work, const Bins& windows,
+                  const Bins& message, int width, std::int64_t count, std::int64_t failed,
+                  std::int64_t nonfinite) {
+  constexpr int w = binned_width;
+  Kokkos::parallel_for(
+      "gradsum::step::binned_align", Kokkos::RangePolicy<ExecutionSpace>(space, 0, width),
+      KOKKOS_LAMBDA(int j) {
+        std::int64_t acc[w];
+        for (int k = 0; k < w; ++k) acc[k] = work(w * j + k);
+        const std::int64_t t = windows(j);
+        if (t == poisoned_window || t == empty_window) {
+          for (int k = 1; k < w; ++k) acc[k] = 0;
+        } else if (acc[0] == empty_window || acc[0] == poisoned_window) {
+          for (int k = 1; k < w; ++k) acc[k] = 0;  // a poisoned rank poisons t
+        } else {
+          raise_window(acc, t);
+        }
+        message(w * j) = 0;  // the window travels in `windows`
+        for (int k = 1; k < w; ++k) message(w * j + k) = acc[k];
+        if (j == 0) {
+          message(w * width) = count;
+          message(w * width + 1) = failed;
+          message(w * width + 2) = nonfinite;
+        }
+      });
+}
+
+/// Rounds the aggregated bins of `message` (windows in `windows`) once into
+/// sums(0 … width), and the count and flags after them. Asynchronous.
+template <class ExecutionSpace, class Bins, class Sums>
+void binned_round(const ExecutionSpace& space, const Bins& windows, const Bins& message,
+                  const Sums& sums, int width) {
+  using Scalar = typename Sums::non_const_value_type;
+  constexpr int w = binned_width;
+  Kokkos::parallel_for(
+      "gradsum::step::binned_round", Kokkos::RangePolicy<ExecutionSpace>(space, 0, width),
+      KOKKOS_LAMBDA(int j) {
+        std::int64_t acc[w];
+        acc[0] = windows(j);
+        for (int k = 1; k < w; ++k) acc[k] = message(w * j + k);
+        sums(j) = Scalar(binned_value(acc));
+        if (j == 0) {
+          sums(width) = Scalar(message(w * width));
+          sums(width + 1) = Scalar(message(w * width + 1));
+          sums(width + 2) = Scalar(message(w * width + 2));
+        }
+      });
+}
+
 template <class O, class = void>
 struct needs_hessian : std::false_type {};
 template <class O>
@@ -460,9 +597,15 @@ class Step {
     std::string local_error = check_shapes(theta, data, rows);
     if (local_error.empty()) local_error = check_rows_once(data);
     bool local_nonfinite = false;
+    // A robust combination of parts or ranks needs each worker's rounded
+    // sum, so the bins then stay inside each worker.
+    bool bins = false;
     if constexpr (binned) {
-      local_nonfinite = binned_sums(theta, data, rows, local_error.empty());
-    } else {
+      bins = detail::bins_in_use(reduction_) && !detail::combines_robustly(gradient_) &&
+             !detail::combines_robustly(aggregation_);
+      if (bins) local_nonfinite = binned_sums(theta, data, rows, local_error.empty());
+    }
+    if (!bins) {
       {
         detail::ScopedRegion region("gradsum::step::gradient");
         auto tail = Kokkos::subview(sums_, Kokkos::make_pair(P + 1, P + slots));
@@ -481,7 +624,7 @@ class Step {
         Kokkos::deep_copy(space_, tail, host_write_);
       }
       detail::ScopedRegion region("gradsum::step::aggregate");
-      aggregation_.aggregate(space_, sums_);
+      detail::aggregate_leading(aggregation_, space_, sums_, P);
     }
     detail::ScopedRegion region("gradsum::step::finalize");
     Kokkos::deep_copy(space_, host_read_, Kokkos::subview(sums_, Kokkos::make_pair(P, P + 4)));
@@ -603,7 +746,7 @@ class Step {
         host_tail_(1) = Scalar(1);
       }
       Kokkos::deep_copy(space_, tail, host_tail_);
-      aggregation_.aggregate(space_, hessian_sums_);
+      detail::aggregate_leading(aggregation_, space_, hessian_sums_, std::int64_t(PP));
       Kokkos::deep_copy(space_, host_hessian_sums_, hessian_sums_);
       space_.fence();
       if (host_hessian_sums_(PP + 1) > Scalar(0))
@@ -651,81 +794,29 @@ class Step {
   /// sums(). Collective.
   template <class Theta, class Data, class Rows>
   bool binned_sums(const Theta& theta, const Data& data, const Rows& rows, bool ok) {
-    static_assert(std::is_same<Gradient, Analytic>::value,
-                  "gradsum::Step: the Reproducible reduction needs the Analytic gradient policy");
+    static_assert(detail::is_analytic_based<Gradient>::value,
+                  "gradsum::Step: the Reproducible reduction needs the Analytic gradient policy "
+                  "(or VirtualWorkers<Analytic>)");
     static_assert(detail::has_aggregate_max<Aggregation>::value,
                   "gradsum::Step: the Reproducible reduction needs an Aggregation with "
                   "`aggregate_max(space, values)`");
-    const int P = num_parameters();
-    const int width = P + 1;
-    constexpr int w = detail::binned_width;
+    const int width = num_parameters() + 1;
     {
       detail::ScopedRegion region("gradsum::step::gradient");
       if (ok) {
         detail::BinsTarget<Reduction, Scalar, bins_view> target{reduction_, bin_work_};
         gradient_.sum(space_, model_, loss_, target, theta, data, rows, sums_, work_);
       } else {
-        auto empty = bin_work_;
-        Kokkos::parallel_for(
-            "gradsum::step::binned_empty", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, width),
-            KOKKOS_LAMBDA(int j) {
-              empty(w * j) = detail::empty_window;
-              for (int k = 1; k < w; ++k) empty(w * j + k) = 0;
-            });
+        detail::binned_clear(space_, bin_work_, width);
       }
     }
     detail::ScopedRegion region("gradsum::step::aggregate");
-    auto work = bin_work_;
-    auto message = bin_message_;
-    auto windows = windows_;
-    int poisoned = 0;
-    Kokkos::parallel_reduce(
-        "gradsum::step::binned_windows", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, width),
-        KOKKOS_LAMBDA(int j, int& bad) {
-          windows(j) = work(w * j);
-          bad += windows(j) == detail::poisoned_window ? 1 : 0;
-        },
-        poisoned);
+    const int poisoned = detail::binned_windows(space_, bin_work_, windows_, width);
     aggregation_.aggregate_max(space_, windows_);
-    const std::int64_t count = ok ? std::int64_t(rows.size()) : 0;
-    const std::int64_t failed = ok ? 0 : 1;
-    const std::int64_t nonfinite = poisoned > 0 ? 1 : 0;
-    Kokkos::parallel_for(
-        "gradsum::step::binned_align", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, width),
-        KOKKOS_LAMBDA(int j) {
-          std::int64_t acc[w];
-          for (int k = 0; k < w; ++k) acc[k] = work(w * j + k);
-          const std::int64_t t = windows(j);
-          if (t == detail::poisoned_window || t == detail::empty_window) {
-            for (int k = 1; k < w; ++k) acc[k] = 0;
-          } else if (acc[0] == detail::empty_window || acc[0] == detail::poisoned_window) {
-            for (int k = 1; k < w; ++k) acc[k] = 0;  // a poisoned rank poisons t
-          } else {
-            detail::raise_window(acc, t);
-          }
-          message(w * j) = 0;  // the window travels in `windows`
-          for (int k = 1; k < w; ++k) message(w * j + k) = acc[k];
-          if (j == 0) {
-            message(w * width) = count;
-            message(w * width + 1) = failed;
-            message(w * width + 2) = nonfinite;
-          }
-        });
+    detail::binned_align(space_, bin_work_, windows_, bin_message_, width,
+                         ok ? std::int64_t(rows.size()) : 0, ok ? 0 : 1, poisoned > 0 ? 1 : 0);
     aggregation_.aggregate(space_, bin_message_);
-    auto sums = sums_;
-    Kokkos::parallel_for(
-        "gradsum::step::binned_round", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, width),
-        KOKKOS_LAMBDA(int j) {
-          std::int64_t acc[w];
-          acc[0] = windows(j);
-          for (int k = 1; k < w; ++k) acc[k] = message(w * j + k);
-          sums(j) = Scalar(detail::binned_value(acc));
-          if (j == 0) {
-            sums(width) = Scalar(message(w * width));
-            sums(width + 1) = Scalar(message(w * width + 1));
-            sums(width + 2) = Scalar(message(w * width + 2));
-          }
-        });
+    detail::binned_round(space_, windows_, bin_message_, sums_, width);
     return poisoned > 0;
   }
 

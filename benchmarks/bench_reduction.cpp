@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+// The in-process reductions on the same gradient pass, per enabled backend:
+// one evaluate() of a logistic model (Linear + BinaryCrossEntropy) whose
+// per-sample contributions are summed by Sum, Compensated or Reproducible.
+// Each Compensated and Reproducible case also times Sum on the same data in
+// the same run and reports `ratio_to_sum` = its time / Sum's time (best of
+// the measured iterations each; the target for Reproducible is at
+// most 2 for d >= 64, n >= 1e6).
+//
+//   bench_reduction [--benchmark_filter=REGEX] [--benchmark_out=FILE.json]
+
+#include <gradsum/gradsum.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <type_traits>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <class Space, class Scalar>
+gradsum::Dataset<Scalar, typename Space::memory_space> make_data(std::int64_t n, int d) {
+  using Data = gradsum::Dataset<Scalar, typename Space::memory_space>;
+  typename Data::features_view x(Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::bench::x"), n, d);
+  typename Data::targets_view y(Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::bench::y"), n);
+  auto hx = Kokkos::create_mirror_view(x);
+  auto hy = Kokkos::create_mirror_view(y);
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (int j = 0; j < d; ++j) hx(i, j) = Scalar(normal(rng));
+    hy(i) = Scalar(rng() % 2);
+  }
+  Kokkos::deep_copy(x, hx);
+  Kokkos::deep_copy(y, hy);
+  return Data(x, y);
+}
+
+// A warmed-up step over `data` with `Reduction`, as a callable that times
+// one evaluate() in seconds (fenced before and after).
+template <class Space, class Scalar, class Reduction, class Data>
+auto timed_evaluation(const Data& data, int d) {
+  const Space space;
+  auto step = gradsum::make_step<Scalar>(space, gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
+                                         gradsum::SGD{}, gradsum::Objective{},
+                                         gradsum::Analytic{}, Reduction{});
+  auto theta = step.make_parameters();
+  Kokkos::deep_copy(theta, Scalar(0.01));
+  step.evaluate(theta, data);  // checks the data once, warms up
+  return [space, step, theta, data]() mutable {
+    space.fence();
+    const auto start = Clock::now();
+    step.evaluate(theta, data);
+    space.fence();
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+}
+
+template <class Space, class Scalar, class Reduction>
+void reduction_pass(benchmark::State& state) {
+  const auto n = std::int64_t(state.range(0));
+  const int d = int(state.range(1));
+  const auto data = make_data<Space, Scalar>(n, d);
+  double best = 1e300;
+  {
+    auto evaluate = timed_evaluation<Space, Scalar, Reduction>(data, d);
+    for (auto _ : state) {
+      const double t = evaluate();
+      state.SetIterationTime(t);
+      best = std::min(best, t);
+    }
+  }
+  const double bytes = double(n) * (d + 1) * sizeof(Scalar);
+  state.SetBytesProcessed(std::int64_t(bytes) * state.iterations());
+  state.SetItemsProcessed(n * state.iterations());
+  state.counters["best_ms"] = best * 1e3;
+  if (!std::is_same<Reduction, gradsum::Sum>::value) {
+    // Sum on the same data in the same run, best of as many repetitions.
+    auto evaluate = timed_evaluation<Space, Scalar, gradsum::Sum>(data, d);
+    double sum_best = 1e300;
+    const auto repetitions = std::max<benchmark::IterationCount>(3, state.iterations());
+    for (benchmark::IterationCount r = 0; r < repetitions; ++r) sum_best = std::min(sum_best, evaluate());
+    state.counters["sum_best_ms"] = sum_best * 1e3;
+    state.counters["ratio_to_sum"] = best / sum_best;
+  }
+}
+
+template <class Space, class Scalar, class Reduction>
+void register_case(std::int64_t n, int d) {
+  const std::string name = std::string("reduction/") + gradsum::space_name<Space>() + "/" +
+                           (sizeof(Scalar) == 4 ? "float" : "double") + "/" + Reduction::name();
+  benchmark::RegisterBenchmark(name.c_str(), reduction_pass<Space, Scalar, Reduction>)
+      ->Args({n, d})
+      ->ArgNames({"n", "d"})
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->MinTime(0.5);
+}
+
+template <class... Spaces>
+void register_all(std::tuple<Spaces...>*) {
+  auto per_space = [](auto* tag) {
+    using Space = std::remove_pointer_t<decltype(tag)>;
+    auto per_scalar = [](auto scalar) {
+      using Scalar = decltype(scalar);
+      for (int d : {64, 256})
+        for (std::int64_t n : {100000, 1000000}) {
+          register_case<Space, Scalar, gradsum::Sum>(n, d);
+          register_case<Space, Scalar, gradsum::Compensated>(n, d);
+          register_case<Space, Scalar, gradsum::Reproducible>(n, d);
+        }
+    };
+    per_scalar(float{});
+    per_scalar(double{});
+  };
+  (per_space(static_cast<Spaces*>(nullptr)), ...);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  register_all(static_cast<gradsum::ExecutionSpaces*>(nullptr));
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

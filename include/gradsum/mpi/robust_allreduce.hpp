@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gradsum/aggregation/robust.hpp>
+#include <gradsum/aggregation/signature.hpp>
+#include <gradsum/core/error.hpp>
+#include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/mpi/allreduce.hpp>
+#include <gradsum/mpi/communicator.hpp>
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gradsum {
+
+/// Robust aggregation across MPI processes: the workers are the ranks of
+/// a communicator. Each step, one MPI_Allgather hands every rank every
+/// rank's buffer; then every rank runs the same combination kernel over the
+/// gathered buffers in rank order (detail::robust_combine, one thread per
+/// coordinate, a fixed order), so every rank holds the same bits whatever
+/// its thread count. The gradient coordinates are combined by the
+/// RobustRule (CoordinateMedian, TrimmedMean, NormClip; see
+/// aggregation/robust.hpp for their sum scale); the loss, count and flags
+/// that follow them are summed. With the plain-sum rule, or a median or
+/// trimmed mean on one rank, it is Allreduce.
+///
+/// Everything else (agreement before the first collective, errors of the
+/// first failing rank, integer sums and maxima for the Reproducible
+/// reduction's bins) is Allreduce's. The rule is checked for W = the
+/// number of ranks in the constructor of the step (agree()), so a bad knob
+/// raises the same gradsum::Error on every rank. Traffic: W times the
+/// buffer per rank instead of one buffer, so meant for moderate W.
+class RobustAllreduce {
+ public:
+  /// Aggregates over the processes of `comm` (duplicated; collective) with
+  /// `rule`.
+  RobustAllreduce(MPI_Comm comm, RobustRule rule,
+                  DeviceBuffers device_buffers = DeviceBuffers::automatic)
+      : sum_(comm, device_buffers), rule_(rule) {}
+
+  /// Short name used in messages and command lines.
+  static const char* name() { return "robust-allreduce"; }
+  /// This process's rank.
+  int rank() const { return sum_.rank(); }
+  /// Number of processes W.
+  int size() const { return sum_.size(); }
+  /// The combination rule.
+  const RobustRule& rule() const { return rule_; }
+  /// Whether the gradient is combined by something other than the sum.
+  bool robust() const { return rule_.changes(size()); }
+  /// The (duplicated) communicator.
+  MPI_Comm communicator() const { return sum_.communicator(); }
+
+  /// Prepares for buffers of `length` Scalars in `MemorySpace`: Allreduce's
+  /// staging, and room for every rank's buffer (W length + W Scalars) in
+  /// `MemorySpace` plus, when MPI cannot read that space, a host copy.
+  template <class Scalar, class MemorySpace>
+  void allocate(std::size_t length) {
+    sum_.template allocate<Scalar, MemorySpace>(length);
+    if (!robust()) return;
+    const std::size_t bytes = (std::size_t(size()) * length + std::size_t(size())) * sizeof(Scalar);
+    if (bytes > gathered_bytes_) {
+      gathered_ = std::shared_ptr<void>(
+          Kokkos::kokkos_malloc<MemorySpace>("gradsum::aggregation::robust::gathered", bytes),
+          [](void* p) { Kokkos::kokkos_free<MemorySpace>(p); });
+      gathered_bytes_ = bytes;
+    }
+    if (!sum_.direct() && host_gathered_.size() < bytes) host_gathered_.resize(bytes);
+  }
+
+  /// Sums `buffer` over all processes, in place (Allreduce::aggregate).
+  /// Blocking; collective.
+  template <class ExecutionSpace, class View>
+  void aggregate(const ExecutionSpace& space, const View& buffer) {
+    sum_.aggregate(space, buffer);
+  }
+
+  /// Combines buffer(0 … robust) over all processes by the rule and sums
+  /// the rest, in place; every rank ends with the same bits. Fences
+  /// `space`. Blocking; collective.
+  template <class ExecutionSpace, class View>
+  void aggregate(const ExecutionSpace& space, const View& buffer, std::int64_t robust_count) {
+    if (!robust()) {
+      sum_.aggregate(space, buffer);
+      return;
+    }
+    using Scalar = typename View::non_const_value_type;
+    using Memory = typename View::memory_space;
+    const std::size_t n = buffer.extent(0);
+    const std::size_t W = std::size_t(size());
+    const std::size_t bytes = (W * n + W) * sizeof(Scalar);
+    if (bytes > gathered_bytes_)
+      detail::fail("gradsum::RobustAllreduce: a buffer of ", n,
+                   " values exceeds the gathered buffer; call allocate() first");
+    Kokkos::View<Scalar*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>> gathered(
+        static_cast<Scalar*>(gathered_.get()), W * n + W);
+    const auto values = Kokkos::subview(gathered, Kokkos::make_pair(std::size_t(0), W * n));
+    const auto factors = Kokkos::subview(gathered, Kokkos::make_pair(W * n, W * n + W));
+    space.fence();
+    if (sum_.direct()) {
+      mpi::check(MPI_Allgather(buffer.data(), int(n), mpi::datatype<Scalar>(), values.data(),
+                               int(n), mpi::datatype<Scalar>(), sum_.communicator()),
+                 "MPI_Allgather");
+    } else {
+      Kokkos::View<Scalar*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
+          reinterpret_cast<Scalar*>(host_gathered_.data()), W * n);
+      auto mine = Kokkos::subview(host, Kokkos::make_pair(std::size_t(rank()) * n,
+                                                          std::size_t(rank() + 1) * n));
+      Kokkos::deep_copy(space, mine, buffer);
+      space.fence();
+      mpi::check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, host.data(), int(n),
+                               mpi::datatype<Scalar>(), sum_.communicator()),
+                 "MPI_Allgather");
+      Kokkos::deep_copy(space, values, host);
+    }
+    detail::robust_combine(space, rule_, int(W), robust_count, std::int64_t(n), values, factors,
+                           buffer);
+    space.fence();
+  }
+
+  /// Element-wise maximum over all processes (Allreduce::aggregate_max).
+  template <class ExecutionSpace, class View>
+  void aggregate_max(const ExecutionSpace& space, const View& values) {
+    sum_.aggregate_max(space, values);
+  }
+
+  /// Allreduce::agree, with the rule's kind and knobs added to the fields
+  /// every rank must share, and the rule checked for W = size() (its error,
+  /// the same on every rank, raised on every rank). Collective.
+  void agree(const Signature& signature, const std::string& local_error) {
+    Signature sig = signature;
+    sig.add("robust rule", std::int64_t(rule_.kind));
+    sig.add("robust rule k", rule_.k);
+    sig.add_bits("robust rule c", rule_.c);
+    std::string error = local_error;
+    if (error.empty()) error = rule_.check(size());
+    sum_.agree(sig, error);
+  }
+
+  /// The error of the lowest failing process (Allreduce::first_error).
+  /// Collective.
+  std::string first_error(const std::string& local_error) {
+    return sum_.first_error(local_error);
+  }
+
+ private:
+  Allreduce sum_;
+  RobustRule rule_;
+  std::shared_ptr<void> gathered_;
+  std::size_t gathered_bytes_ = 0;
+  std::vector<unsigned char> host_gathered_;
+};
+
+}  // namespace gradsum
