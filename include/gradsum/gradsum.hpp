@@ -40,7 +40,11 @@
 #if GRADSUM_ENABLE_MPI
 #include <gradsum/mpi/allreduce.hpp>
 #include <gradsum/mpi/communicator.hpp>
+#include <gradsum/mpi/network_probe.hpp>
 #endif
+
+#include <gradsum/plan/calibrate.hpp>
+#include <gradsum/plan/cost_model.hpp>
 
 #include <gradsum/optimizer/adaptive.hpp>
 #include <gradsum/optimizer/lbfgs.hpp>
