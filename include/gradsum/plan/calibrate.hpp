@@ -26,14 +26,24 @@ struct Calibration {
 
 namespace detail {
 
+// Consecutive batches of the data set, wrapping around, as an epoch of
+// training reads them: a batch is not served from cache just because the
+// previous step read the same rows.
 template <class Step, class Theta, class Data>
 double best_step_seconds(Step& step, const Theta& theta, const Data& data, std::int64_t batch,
                          int repetitions) {
   using Clock = std::chrono::steady_clock;
-  const RowRange rows{0, batch};
-  step(theta, data, rows);  // warm-up: first touch, data check
+  std::int64_t begin = 0;
+  auto next = [&] {
+    if (begin + batch > data.num_samples()) begin = 0;
+    const RowRange rows{begin, begin + batch};
+    begin += batch;
+    return rows;
+  };
+  step(theta, data, next());  // warm-up: first touch, data check
   double best = 0;
   for (int r = 0; r < repetitions; ++r) {
+    const RowRange rows = next();
     const auto start = Clock::now();
     step(theta, data, rows);  // blocking: returns host values
     const double t = std::chrono::duration<double>(Clock::now() - start).count();
@@ -45,9 +55,10 @@ double best_step_seconds(Step& step, const Theta& theta, const Data& data, std::
 }  // namespace detail
 
 /// Calibrates the cost model on this machine by timing the actual step:
-/// `step(theta, data, rows)` on the first `small_batch` and the first
-/// `large_batch` rows of `data`, best of `repetitions` each after one
-/// warm-up, and fits t(B) = overhead + seconds_per_sample · B through the
+/// `step(theta, data, rows)` on consecutive batches of `small_batch` and
+/// of `large_batch` rows of `data` (wrapping around at its end, as an
+/// epoch reads them, so that a data set larger than the caches is read
+/// from memory), best of `repetitions` each after one warm-up, and fits t(B) = overhead + seconds_per_sample · B through the
 /// two points. The step updates `theta` as in training.
 ///
 /// Blocking; collective when the step's aggregation is (every rank then
