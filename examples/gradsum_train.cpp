@@ -5,6 +5,7 @@
 
 #include <gradsum/gradsum.hpp>
 
+#include "plan_mode.hpp"
 #include "train_options.hpp"
 
 #include <algorithm>
@@ -336,6 +337,9 @@ int dispatch(const Options& o, const Inputs& inputs, const Aggregation& aggregat
 }  // namespace
 
 int main(int argc, char* argv[]) {
+  // --plan answers "should I distribute?" from the cost model alone.
+  if (argc > 1 && std::string(argv[1]) == "--plan")
+    return gradsum_plan::run(std::vector<std::string>(argv + 2, argv + argc));
   Options options;
   try {
     options = gradsum_train::parse(std::vector<std::string>(argv + 1, argv + argc));

@@ -123,7 +123,9 @@ inline const char* usage() {
          "  --save-params FILE     write the parameters, one per line\n"
          "  --print-gradient       print the objective and its gradient at zero\n"
          "                         parameters, one value per line, and exit\n"
-         "  --help                 this text\n";
+         "  --help                 this text\n"
+         "\n"
+         "gradsum-train --plan [--help] predicts whether distributing a job pays.\n";
 }
 
 namespace detail {

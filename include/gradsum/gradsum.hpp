@@ -48,7 +48,11 @@
 #include <gradsum/mpi/allreduce.hpp>
 #include <gradsum/mpi/communicator.hpp>
 #include <gradsum/mpi/robust_allreduce.hpp>
+#include <gradsum/mpi/network_probe.hpp>
 #endif
+
+#include <gradsum/plan/calibrate.hpp>
+#include <gradsum/plan/cost_model.hpp>
 
 #include <gradsum/optimizer/adaptive.hpp>
 #include <gradsum/optimizer/clipped.hpp>

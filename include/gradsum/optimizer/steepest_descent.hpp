@@ -35,6 +35,9 @@ struct SteepestDescent {
     if (max_trials < 1)
       detail::fail("gradsum::SteepestDescent: max_trials must be >= 1, got ", max_trials);
   }
+  /// The exact line search needs the Hessian: the step then allocates its
+  /// buffers in its constructor, not in the first step.
+  bool uses_hessian() const { return line_search == LineSearch::exact; }
   /// Two state vectors: the direction and the trial point.
   static int state_size(int /*num_parameters*/) { return 2; }
 

@@ -319,6 +319,21 @@ template <class O, class = void>
 struct needs_hessian : std::false_type {};
 template <class O>
 struct needs_hessian<O, std::enable_if_t<O::needs_hessian>> : std::true_type {};
+template <class O, class = void>
+struct has_uses_hessian : std::false_type {};
+template <class O>
+struct has_uses_hessian<O, std::void_t<decltype(std::declval<const O&>().uses_hessian())>>
+    : std::true_type {};
+
+/// Whether the step must hold the Hessian buffers for this optimizer: a
+/// static `needs_hessian`, or a run-time `uses_hessian()` (a line-search
+/// choice), so that they are allocated with everything else.
+template <class O>
+bool optimizer_uses_hessian(const O& optimizer) {
+  if constexpr (needs_hessian<O>::value) return true;
+  else if constexpr (has_uses_hessian<O>::value) return optimizer.uses_hessian();
+  else return false;
+}
 
 }  // namespace detail
 
@@ -536,7 +551,7 @@ class Step {
       host_norm_bins_ = Kokkos::create_mirror_view(Kokkos::HostSpace(), norm_bins_);
       aggregation_.template allocate<std::int64_t, memory_space>(bin_message_.extent(0));
     }
-    if (detail::needs_hessian<Optimizer>::value) allocate_hessian();
+    if (detail::optimizer_uses_hessian(optimizer_)) allocate_hessian();
   }
 
   /// What every worker must agree on: sizes, scalar type, policy names and
@@ -717,7 +732,8 @@ class Step {
   /// The Hessian of the objective J at `theta` over `rows`, summed over
   /// every worker like the gradient: a host P x P row-major matrix. The
   /// P x P buffers are allocated by the constructor when the optimizer
-  /// declares `needs_hessian`, else on the first call. Blocking; collective.
+  /// declares `needs_hessian` or its `uses_hessian()` is true, else on the
+  /// first call. Blocking; collective.
   template <class Theta, class Data, class Rows>
   const std::vector<double>& hessian(const Theta& theta, const Data& data, const Rows& rows) {
     static_assert(has_hessian,
