@@ -50,6 +50,7 @@
 #include <gradsum/optimizer/sgd.hpp>
 #include <gradsum/optimizer/steepest_descent.hpp>
 
+#include <gradsum/train/checkpoint.hpp>
 #include <gradsum/train/metrics.hpp>
 #include <gradsum/train/step.hpp>
 #include <gradsum/train/stopping.hpp>

@@ -347,6 +347,10 @@ class Step {
   using state_view = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>;
   using model_type = Model;
   using loss_type = Loss;
+  using optimizer_type = Optimizer;
+  using gradient_type = Gradient;
+  using reduction_type = Reduction;
+  using aggregation_type = Aggregation;
 
   /// Builds the step and allocates every buffer it will use. Validates the
   /// run-time knobs of every policy and the model/loss pairing.
