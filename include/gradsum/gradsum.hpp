@@ -50,7 +50,9 @@
 #include <gradsum/optimizer/sgd.hpp>
 #include <gradsum/optimizer/steepest_descent.hpp>
 
+#include <gradsum/train/callbacks.hpp>
 #include <gradsum/train/checkpoint.hpp>
+#include <gradsum/train/fit.hpp>
 #include <gradsum/train/metrics.hpp>
 #include <gradsum/train/step.hpp>
 #include <gradsum/train/stopping.hpp>

@@ -4,6 +4,7 @@
 // fails on one rank only fails every rank with that rank's message.
 
 #include "../test_helpers.hpp"
+#include "mpi_helpers.hpp"
 
 #include <gradsum/train/checkpoint.hpp>
 
@@ -16,17 +17,6 @@ using namespace gradsum_test;
 using gradsum::Allreduce;
 
 namespace {
-
-int rank_of_world() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size_of_world() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
 
 // One file name for every rank: rank 0's process id.
 std::string shared_path(const std::string& name) {
@@ -42,7 +32,7 @@ gradsum::TrainingPosition run_global(StepType& step, const Theta& theta, const D
                                                                   position.seed);
   sampler.shuffle(position.epoch);
   for (std::int64_t k = 0; k < steps; ++k) {
-    step(theta, data, sampler.batch(position.batch, size_of_world(), rank_of_world()));
+    step(theta, data, sampler.batch(position.batch, mpi_size(), mpi_rank()));
     ++position.step;
     if (++position.batch == sampler.num_batches()) {
       position.batch = 0;
@@ -88,9 +78,9 @@ TEST_CASE_TEMPLATE_DEFINE("MPI: 5 Adam steps, checkpoint, load, 5 steps equal 10
   const auto a = to_host(theta_straight), b = to_host(theta_second);
   REQUIRE(a.size() == b.size());
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
-  CHECK(gradsum::read_checkpoint(path).ranks == size_of_world());
+  CHECK(gradsum::read_checkpoint(path).ranks == mpi_size());
   MPI_Barrier(MPI_COMM_WORLD);
-  if (rank_of_world() == 0) std::remove(path.c_str());
+  if (mpi_rank() == 0) std::remove(path.c_str());
 }
 TEST_CASE_TEMPLATE_APPLY(mpi_resume, Spaces);
 
@@ -104,8 +94,8 @@ TEST_CASE("MPI: a checkpoint missing on one rank fails every rank with its messa
   auto theta = step.make_parameters();
   gradsum::save_checkpoint(path, step, theta, gradsum::TrainingPosition{});
   // The last rank looks for a file that is not there.
-  const int last = size_of_world() - 1;
-  const std::string mine = rank_of_world() == last ? path + ".elsewhere" : path;
+  const int last = mpi_size() - 1;
+  const std::string mine = mpi_rank() == last ? path + ".elsewhere" : path;
   std::string message;
   try {
     gradsum::load_checkpoint(mine, step, theta);
@@ -116,5 +106,5 @@ TEST_CASE("MPI: a checkpoint missing on one rank fails every rank with its messa
                           path + ".elsewhere'",
                       0) == 0);
   MPI_Barrier(MPI_COMM_WORLD);
-  if (rank_of_world() == 0) std::remove(path.c_str());
+  if (mpi_rank() == 0) std::remove(path.c_str());
 }
