@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ Aggregation make_aggregation() { return Aggregation{}; }
 
 // Only rank 0 prints.
 bool printer = true;
+
+// The feature scaling applied to the data (empty without --standardize),
+// saved with checkpoints.
+gradsum::StandardScaler scaler;
 
 void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void say(const char* format, ...) {
@@ -95,31 +100,55 @@ int train(const Options& o, const gradsum::Table& table, const Model& model, con
       step.num_parameters(), gradsum::space_name<Space>().c_str(), ranks,
       ranks == 1 ? "" : "s",
       o.batch == 0 ? "full batch" : ("batch " + std::to_string(o.batch)).c_str());
-  gradsum::MiniBatchSampler<typename Space::memory_space> sampler(
-      data.num_samples(), o.batch, o.seed);
-  gradsum::Stopper stopper(gradsum::StoppingRules{o.max_steps, o.grad_tol, o.loss_tol});
-  auto reason = gradsum::StopReason::none;
-  std::int64_t steps = 0;
-  gradsum::StepResult r;
-  for (int epoch = 1; epoch <= o.epochs && reason == gradsum::StopReason::none; ++epoch) {
-    sampler.shuffle(epoch - 1);
-    for (std::int64_t b = 0; b < sampler.num_batches(); ++b) {
-      // The result describes the parameters before this update; every
-      // rank holds the same aggregated values and stops together.
-      r = step(theta, data, sampler.batch(b, ranks, rank));
-      reason = stopper.check(++steps, r);
-      if (reason != gradsum::StopReason::none) break;
-    }
-    r = step.evaluate(theta, data, my_rows);  // the whole training objective
-    say("epoch %d loss=%.6g grad_norm=%.6g\n", epoch, r.loss, r.gradient_norm);
-    std::fflush(stdout);
+  // The loop is gradsum::fit: the seeded order of epoch e is the same on
+  // every rank, and a resumed run continues the uninterrupted trajectory.
+  gradsum::FitOptions fit_options;
+  fit_options.epochs = o.epochs;
+  fit_options.batch = o.batch;
+  fit_options.accumulate = o.accumulate;
+  fit_options.seed = o.seed;
+  fit_options.stopping = gradsum::StoppingRules{o.max_steps, o.grad_tol, o.loss_tol};
+  if (!o.resume.empty()) {
+    fit_options.start = gradsum::load_checkpoint(o.resume, step, theta);
+    if (fit_options.start.seed != o.seed)
+      gradsum::detail::fail("--resume: '", o.resume, "' was written with --seed ",
+                            fit_options.start.seed, ", this run has --seed ", o.seed);
+    say("resumed from '%s' after epoch %lld, step %lld\n", o.resume.c_str(),
+        static_cast<long long>(fit_options.start.epoch),
+        static_cast<long long>(fit_options.start.step));
   }
-  if (reason != gradsum::StopReason::none)
-    say("stopped after %lld steps: %s\n", static_cast<long long>(steps), gradsum::describe(reason));
+  gradsum::CallbackList callbacks;
+  gradsum::Progress progress(o.progress == "on" ? gradsum::ProgressMode::bar
+                                                : gradsum::ProgressMode::automatic);
+  if (o.progress != "off") callbacks.add(progress);
+  std::unique_ptr<gradsum::CsvLog> log;
+  if (!o.log.empty()) callbacks.add(*(log = std::make_unique<gradsum::CsvLog>(o.log, !o.resume.empty())));
+  std::unique_ptr<gradsum::EarlyStopping> early;
+  gradsum::BestParameters<decltype(theta)> best(theta);
+  if (o.early_stop > 0) {
+    callbacks.add(*(early = std::make_unique<gradsum::EarlyStopping>(o.early_stop)));
+    callbacks.add(best);
+  }
+  gradsum::Checkpointer<decltype(step), decltype(theta)> checkpoints(
+      o.checkpoint, o.checkpoint_every, step, theta, scaler);
+  if (!o.checkpoint.empty()) callbacks.add(checkpoints);
+  const auto fitted = gradsum::fit(step, theta, data, fit_options, callbacks);
+  if (fitted.reason != gradsum::StopReason::none)
+    say("stopped after %lld steps: %s\n", static_cast<long long>(fitted.position.step),
+        gradsum::describe(fitted.reason));
+  if (!fitted.stopped_by.empty()) {
+    say("stopped after %lld steps: %s\n", static_cast<long long>(fitted.position.step),
+        fitted.stopped_by.c_str());
+    if (best.has_best()) {
+      best.restore(theta);
+      say("restored the parameters after epoch %lld\n",
+          static_cast<long long>(best.best_epoch()));
+    }
+  }
   if (step.skipped_steps() > 0)
     say("skipped %lld steps with a non-finite loss or gradient\n",
         static_cast<long long>(step.skipped_steps()));
-  r = step.evaluate(theta, data, my_rows);
+  const auto r = step.evaluate(theta, data, my_rows);
   say("final loss=%.10g grad_norm=%.10g", r.loss, r.gradient_norm);
   if constexpr (gradsum::is_classifier_loss_v<Loss>) {
     // Every rank holds the same parameters and data: rank 0 counts.
@@ -246,7 +275,11 @@ int main(int argc, char* argv[]) {
       gradsum::CsvOptions csv;
       csv.target_column = options.target_column;
       table = gradsum::read_csv(options.data, csv);
-      if (options.standardize) gradsum::StandardScaler::fit(table).transform(table);
+      // A resumed run scales with the checkpoint's scaler, so the model sees
+      // the data it was trained on.
+      if (!options.resume.empty()) scaler = gradsum::read_checkpoint(options.resume).scaler;
+      if (options.standardize && scaler.mean.empty()) scaler = gradsum::StandardScaler::fit(table);
+      if (!scaler.mean.empty()) scaler.transform(table);
     } catch (const gradsum::Error& e) {
       error = e.what();
     }

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace gradsum {
 
@@ -64,6 +65,29 @@ class Callback {
   virtual void on_epoch(FitState&) {}
   /// When training ends, for whatever reason.
   virtual void on_end(FitState&) {}
+};
+
+/// Callbacks chosen at run time (a program's flags), called in the order
+/// they were added. The list does not own them.
+class CallbackList : public Callback {
+ public:
+  /// Appends `c`, which must outlive the list's use.
+  void add(Callback& c) { list_.push_back(&c); }
+  void on_begin(FitState& s) override {
+    for (auto* c : list_) c->on_begin(s);
+  }
+  void on_step(FitState& s) override {
+    for (auto* c : list_) c->on_step(s);
+  }
+  void on_epoch(FitState& s) override {
+    for (auto* c : list_) c->on_epoch(s);
+  }
+  void on_end(FitState& s) override {
+    for (auto* c : list_) c->on_end(s);
+  }
+
+ private:
+  std::vector<Callback*> list_;
 };
 
 /// How Progress shows itself.
