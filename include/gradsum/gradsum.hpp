@@ -15,10 +15,14 @@
 
 #include <gradsum/data/csv.hpp>
 #include <gradsum/data/dataset.hpp>
+#include <gradsum/data/global_scaling.hpp>
+#include <gradsum/data/gzip.hpp>
+#include <gradsum/data/libsvm.hpp>
 #include <gradsum/data/partition.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/data/sampler.hpp>
 #include <gradsum/data/scaling.hpp>
+#include <gradsum/data/split.hpp>
 
 #include <gradsum/model/linear.hpp>
 #include <gradsum/model/softmax.hpp>

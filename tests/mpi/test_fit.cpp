@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // fit() under MPI: gradient accumulation on any number of ranks equals
 // the single-process run with k-times-larger batches and sends a quarter
-// of the messages; sharded full-batch training equals global training.
+// of the messages; sharded full-batch training equals global training;
+// standardization over all ranks equals single-process standardization.
 
 #include "../test_helpers.hpp"
 #include "mpi_helpers.hpp"
@@ -77,4 +78,34 @@ TEST_CASE("MPI: sharded full-batch training equals global full-batch training") 
   const auto result = gradsum::fit(sharded, theta_sharded, shard, options);
   CHECK(result.position.step == 5);
   CHECK(relative_distance(to_host(theta_sharded), to_host(theta_global), 12) <= 1e-12);
+}
+
+TEST_CASE("MPI: standardization over every rank's shard equals single-process standardization") {
+  const auto table =
+      gradsum::read_csv("/usr/lib/python3/dist-packages/sklearn/datasets/data/wine_data.csv");
+  const auto expected = gradsum::StandardScaler::fit(table);
+  // Rank r holds its contiguous part of the rows.
+  const auto mine = gradsum::partition(std::int64_t(table.num_rows), mpi_size(), mpi_rank());
+  gradsum::Table shard;
+  shard.num_rows = std::size_t(mine.size());
+  shard.num_features = table.num_features;
+  shard.features.assign(table.features.begin() + mine.begin * std::int64_t(table.num_features),
+                        table.features.begin() + mine.end * std::int64_t(table.num_features));
+  shard.targets.assign(table.targets.begin() + mine.begin, table.targets.begin() + mine.end);
+  gradsum::Allreduce aggregation(MPI_COMM_WORLD);
+  const auto scaler = gradsum::fit_global_scaler(shard, aggregation);
+  REQUIRE(scaler.mean.size() == expected.mean.size());
+  for (std::size_t j = 0; j < scaler.mean.size(); ++j) {
+    CHECK(scaler.mean[j] == doctest::Approx(expected.mean[j]).epsilon(1e-14));
+    CHECK(scaler.scale[j] == doctest::Approx(expected.scale[j]).epsilon(1e-13));
+  }
+  // A rank with other columns fails every rank, none waits.
+  if (mpi_size() > 1 && mpi_rank() == mpi_size() - 1) {
+    shard.num_features -= 1;
+    shard.features.resize(shard.num_rows * shard.num_features);
+  }
+  if (mpi_size() > 1)
+    CHECK_THROWS_WITH(gradsum::fit_global_scaler(shard, aggregation),
+                      "gradsum::fit_global_scaler: the ranks' tables have between 12 and 13 "
+                      "features; every rank must hold the same columns");
 }
