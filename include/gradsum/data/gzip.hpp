@@ -58,4 +58,22 @@ inline std::string read_gzip(const std::string& path) {
 }
 
 }  // namespace detail
+
+/// The whole contents of the text file at `path`, decompressed when it is
+/// gzip-compressed. Throws gradsum::Error naming the file when it cannot be
+/// read.
+inline std::string read_text_file(const std::string& path) {
+  if (detail::is_gzip_file(path)) return detail::read_gzip(path);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) detail::fail(path, ": cannot open for reading");
+  std::string text;
+  char buffer[1 << 16];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) detail::fail(path, ": reading failed");
+  return text;
+}
+
 }  // namespace gradsum
