@@ -16,6 +16,8 @@
 
 #include <gradsum/gradsum.hpp>
 
+#include "world_aggregation.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -24,13 +26,8 @@
 
 namespace {
 
-#if GRADSUM_ENABLE_MPI
-using Aggregation = gradsum::Allreduce;
-Aggregation make_aggregation() { return Aggregation(MPI_COMM_WORLD); }
-#else
-using Aggregation = gradsum::Local;
-Aggregation make_aggregation() { return Aggregation{}; }
-#endif
+using gradsum_examples::Aggregation;
+using gradsum_examples::make_aggregation;
 
 using Space = Kokkos::DefaultExecutionSpace;
 using Data = gradsum::Dataset<double, Space::memory_space>;

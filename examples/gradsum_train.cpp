@@ -6,6 +6,7 @@
 #include <gradsum/gradsum.hpp>
 
 #include "train_options.hpp"
+#include "world_aggregation.hpp"
 
 #include <cmath>
 #include <cstdarg>
@@ -23,13 +24,8 @@ using gradsum_train::Options;
 // With MPI every rank reads the whole file and takes its contiguous part
 // of each mini-batch (global sampling), so the run follows the
 // single-process run whatever the number of ranks.
-#if GRADSUM_ENABLE_MPI
-using Aggregation = gradsum::Allreduce;
-Aggregation make_aggregation() { return Aggregation(MPI_COMM_WORLD); }
-#else
-using Aggregation = gradsum::Local;
-Aggregation make_aggregation() { return Aggregation{}; }
-#endif
+using gradsum_examples::Aggregation;
+using gradsum_examples::make_aggregation;
 
 // Only rank 0 prints.
 bool printer = true;
