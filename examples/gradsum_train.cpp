@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,10 @@ gradsum::RobustRule robust_rule(const Options& o) {
 
 // Only rank 0 prints.
 bool printer = true;
+
+// The feature scaling applied to the data (empty without --standardize),
+// saved with checkpoints.
+gradsum::StandardScaler scaler;
 
 void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void say(const char* format, ...) {
@@ -92,22 +97,34 @@ std::vector<double> host_values(const View& v) {
   return std::vector<double>(h.data(), h.data() + h.extent(0));
 }
 
-// --diagnostics: per-layer norms of the gradient of J (in step.gradient()
-// after an evaluate) and the health warnings.
-template <class Model, class Theta, class Gradient>
-void print_diagnostics(const Model& model, const Theta& theta, const Gradient& gradient) {
-  if constexpr (std::is_same<Model, gradsum::MLP>::value) {
-    const auto report = gradsum::diagnostics::gradient_health(model, theta, gradient);
-    for (const auto& n : report.layers)
-      say("  layer %d: |g| = %.3e  |theta| = %.3e  |g|/|theta| = %.3e\n", n.layer,
-          n.gradient_norm, n.parameter_norm, n.ratio);
-    for (const auto& w : report.warnings) say("  warning: %s\n", w.c_str());
-    for (const auto& g : gradsum::diagnostics::symmetric_units(model, theta))
-      say("  warning: layer %d: %zu hidden units have identical incoming weights (symmetric "
-          "start? use a random --init)\n",
-          g.layer, g.units.size());
+// --diagnostics: after every epoch, once fit() has evaluated the training
+// objective (its gradient is in step.gradient()), each MLP layer's norms and
+// the health warnings.
+template <class Model, class Theta, class StepType>
+class Diagnostics : public gradsum::Callback {
+ public:
+  Diagnostics(const Model& model, const Theta& theta, StepType& step)
+      : model_(model), theta_(theta), step_(step) {}
+  void on_epoch(gradsum::FitState&) override {
+    if constexpr (std::is_same<Model, gradsum::MLP>::value) {
+      const auto report = gradsum::diagnostics::gradient_health(model_, theta_, step_.gradient());
+      for (const auto& n : report.layers)
+        say("  layer %d: |g| = %.3e  |theta| = %.3e  |g|/|theta| = %.3e\n", n.layer,
+            n.gradient_norm, n.parameter_norm, n.ratio);
+      for (const auto& w : report.warnings) say("  warning: %s\n", w.c_str());
+      for (const auto& g : gradsum::diagnostics::symmetric_units(model_, theta_))
+        say("  warning: layer %d: %zu hidden units have identical incoming weights (symmetric "
+            "start? use a random --init)\n",
+            g.layer, g.units.size());
+      std::fflush(stdout);
+    }
   }
-}
+
+ private:
+  const Model& model_;
+  const Theta& theta_;
+  StepType& step_;
+};
 
 template <class Space, class Model, class Loss, class Optimizer>
 int train(const Options& o, const Inputs& inputs, const Model& model, const Loss& loss,
@@ -151,29 +168,54 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
     say("gradsum-train: reduce %s, aggregate %s over %d %s\n", o.reduce.c_str(),
         robust_rule(o).name().c_str(), ranks > 1 ? ranks : o.workers,
         ranks > 1 ? "ranks" : "virtual workers");
-  gradsum::MiniBatchSampler<typename Space::memory_space> sampler(
-      data.num_samples(), o.batch, o.seed);
-  gradsum::Stopper stopper(gradsum::StoppingRules{o.max_steps, o.grad_tol, o.loss_tol});
-  auto reason = gradsum::StopReason::none;
-  std::int64_t steps = 0;
-  gradsum::StepResult r;
-  for (int epoch = 1; epoch <= o.epochs && reason == gradsum::StopReason::none; ++epoch) {
-    sampler.shuffle(epoch - 1);
-    for (std::int64_t b = 0; b < sampler.num_batches(); ++b) {
-      // The result describes the parameters before this update; every
-      // rank holds the same aggregated values and stops together.
-      r = step(theta, data, sampler.batch(b, ranks, rank));
-      reason = stopper.check(++steps, r);
-      if (reason != gradsum::StopReason::none) break;
-    }
-    r = step.evaluate(theta, data, my_rows);  // the whole training objective
-    say("epoch %d loss=%.6g grad_norm=%.6g\n", epoch, r.loss, r.gradient_norm);
-    if (o.diagnostics) print_diagnostics(model, theta, step.gradient());
-    std::fflush(stdout);
+  // The loop is gradsum::fit: the seeded order of epoch e is the same on
+  // every rank, and a resumed run continues the uninterrupted trajectory.
+  gradsum::FitOptions fit_options;
+  fit_options.epochs = o.epochs;
+  fit_options.batch = o.batch;
+  fit_options.accumulate = o.accumulate;
+  fit_options.seed = o.seed;
+  fit_options.stopping = gradsum::StoppingRules{o.max_steps, o.grad_tol, o.loss_tol};
+  if (!o.resume.empty()) {
+    fit_options.start = gradsum::load_checkpoint(o.resume, step, theta);
+    if (fit_options.start.seed != o.seed)
+      gradsum::detail::fail("--resume: '", o.resume, "' was written with --seed ",
+                            fit_options.start.seed, ", this run has --seed ", o.seed);
+    say("resumed from '%s' after epoch %lld, step %lld\n", o.resume.c_str(),
+        static_cast<long long>(fit_options.start.epoch),
+        static_cast<long long>(fit_options.start.step));
   }
-  if (reason != gradsum::StopReason::none)
-    say("stopped after %lld steps: %s\n", static_cast<long long>(steps), gradsum::describe(reason));
-  if (reason == gradsum::StopReason::gradient_norm) {
+  gradsum::CallbackList callbacks;
+  gradsum::Progress progress(o.progress == "on" ? gradsum::ProgressMode::bar
+                                                : gradsum::ProgressMode::automatic);
+  if (o.progress != "off") callbacks.add(progress);
+  Diagnostics<Model, decltype(theta), decltype(step)> diagnostics(model, theta, step);
+  if (o.diagnostics) callbacks.add(diagnostics);
+  std::unique_ptr<gradsum::CsvLog> log;
+  if (!o.log.empty()) callbacks.add(*(log = std::make_unique<gradsum::CsvLog>(o.log, !o.resume.empty())));
+  std::unique_ptr<gradsum::EarlyStopping> early;
+  gradsum::BestParameters<decltype(theta)> best(theta);
+  if (o.early_stop > 0) {
+    callbacks.add(*(early = std::make_unique<gradsum::EarlyStopping>(o.early_stop)));
+    callbacks.add(best);
+  }
+  gradsum::Checkpointer<decltype(step), decltype(theta)> checkpoints(
+      o.checkpoint, o.checkpoint_every, step, theta, scaler);
+  if (!o.checkpoint.empty()) callbacks.add(checkpoints);
+  const auto fitted = gradsum::fit(step, theta, data, fit_options, callbacks);
+  if (fitted.reason != gradsum::StopReason::none)
+    say("stopped after %lld steps: %s\n", static_cast<long long>(fitted.position.step),
+        gradsum::describe(fitted.reason));
+  if (!fitted.stopped_by.empty()) {
+    say("stopped after %lld steps: %s\n", static_cast<long long>(fitted.position.step),
+        fitted.stopped_by.c_str());
+    if (best.has_best()) {
+      best.restore(theta);
+      say("restored the parameters after epoch %lld\n",
+          static_cast<long long>(best.best_epoch()));
+    }
+  }
+  if (fitted.reason == gradsum::StopReason::gradient_norm) {
     // A vanishing gradient marks a critical point: the Hessian's extreme
     // eigenvalues say which kind.
     const auto c = gradsum::diagnostics::curvature(step, theta, data, my_rows);
@@ -186,7 +228,7 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
   if (step.skipped_steps() > 0)
     say("skipped %lld steps with a non-finite loss or gradient\n",
         static_cast<long long>(step.skipped_steps()));
-  r = step.evaluate(theta, data, my_rows);
+  const auto r = step.evaluate(theta, data, my_rows);
   say("final loss=%.10g grad_norm=%.10g", r.loss, r.gradient_norm);
   if constexpr (gradsum::is_classifier_loss_v<Loss>) {
     // Every rank holds the same parameters and data: rank 0 counts.
@@ -374,13 +416,18 @@ int main(int argc, char* argv[]) {
       csv.target_column = options.target_column;
       inputs.train = gradsum::read_csv(options.data, csv);
       if (options.test_fraction > 0) {
-        auto split = gradsum::train_test_split(inputs.train, options.test_fraction, options.seed);
-        inputs.train = std::move(split.train);
-        inputs.test = std::move(split.test);
+        auto [train, test] = gradsum::train_test_split(inputs.train, options.test_fraction,
+                                                       options.seed);
+        inputs.train = std::move(train);
+        inputs.test = std::move(test);
       }
-      if (options.standardize) {
-        // The held-out rows are scaled by the training rows' statistics.
-        const auto scaler = gradsum::StandardScaler::fit(inputs.train);
+      // A resumed run scales with the checkpoint's scaler, so the model sees
+      // the data it was trained on; held-out rows are scaled by the training
+      // rows' statistics.
+      if (!options.resume.empty()) scaler = gradsum::read_checkpoint(options.resume).scaler;
+      if (options.standardize && scaler.mean.empty())
+        scaler = gradsum::StandardScaler::fit(inputs.train);
+      if (!scaler.mean.empty()) {
         scaler.transform(inputs.train);
         if (inputs.test.num_rows > 0) scaler.transform(inputs.test);
       }

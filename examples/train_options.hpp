@@ -59,6 +59,13 @@ struct Options {
   std::string space;  // empty = Kokkos' default execution space
   int target_column = -1;
   std::string save_params;
+  std::string progress = "auto";  // auto | on | off
+  std::string log;                // CSV log of every update
+  std::string checkpoint;         // checkpoint file, written at the end
+  std::int64_t checkpoint_every = 0;  // and every K epochs
+  std::string resume;             // checkpoint to continue from
+  std::int64_t early_stop = 0;    // patience in epochs, 0 = off
+  int accumulate = 1;             // mini-batches summed per update
   bool print_gradient = false;
   bool help = false;
 };
@@ -121,6 +128,15 @@ inline const char* usage() {
          "  --standardize          scale features to mean 0, deviation 1\n"
          "  --space NAME           Kokkos execution space, e.g. serial, openmp\n"
          "  --save-params FILE     write the parameters, one per line\n"
+         "  --progress P           auto (a bar on a terminal, else one line per epoch),\n"
+         "                         on (always the bar) or off (default auto)\n"
+         "  --log FILE.csv         log step, epoch, loss, gradient norm, learning rate\n"
+         "  --checkpoint FILE      write a checkpoint when training ends (and see below)\n"
+         "  --checkpoint-every K   also write it every K epochs\n"
+         "  --resume FILE          continue from a checkpoint; --epochs counts the total\n"
+         "  --early-stop P         stop when the training objective has not improved for\n"
+         "                         P epochs, and keep the best parameters\n"
+         "  --accumulate K         sum K mini-batches per update, one message (default 1)\n"
          "  --print-gradient       print the objective and its gradient at zero\n"
          "                         parameters, one value per line, and exit\n"
          "  --help                 this text\n"
@@ -345,6 +361,25 @@ inline Options parse(const std::vector<std::string>& args) {
     } else if (flag == "--save-params") {
       o.save_params = value();
       if (o.save_params.empty()) gradsum::detail::fail("--save-params: empty file name");
+    } else if (flag == "--progress") {
+      o.progress = value();
+      if (o.progress != "auto" && o.progress != "on" && o.progress != "off")
+        gradsum::detail::fail("--progress: expected auto, on or off, got '", o.progress, "'");
+    } else if (flag == "--log") {
+      o.log = value();
+      if (o.log.empty()) gradsum::detail::fail("--log: empty file name");
+    } else if (flag == "--checkpoint") {
+      o.checkpoint = value();
+      if (o.checkpoint.empty()) gradsum::detail::fail("--checkpoint: empty file name");
+    } else if (flag == "--checkpoint-every") {
+      o.checkpoint_every = detail::parse_integer(flag, value(), 1, INT64_MAX);
+    } else if (flag == "--resume") {
+      o.resume = value();
+      if (o.resume.empty()) gradsum::detail::fail("--resume: empty file name");
+    } else if (flag == "--early-stop") {
+      o.early_stop = detail::parse_integer(flag, value(), 1, INT64_MAX);
+    } else if (flag == "--accumulate") {
+      o.accumulate = int(detail::parse_integer(flag, value(), 1, 1000000));
     } else if (flag == "--print-gradient") {
       o.print_gradient = true;
     } else if (flag.rfind("--kokkos-", 0) == 0) {
@@ -366,6 +401,8 @@ inline Options parse(const std::vector<std::string>& args) {
   }
   if (o.clip_norm > 0 && (o.optimizer == "newton" || o.optimizer == "steepest" || o.optimizer == "lbfgs"))
     gradsum::detail::fail("--clip-norm: applies to first-order optimizers, not to ", o.optimizer);
+  if (o.checkpoint_every > 0 && o.checkpoint.empty())
+    gradsum::detail::fail("--checkpoint-every: needs --checkpoint FILE");
   return o;
 }
 

@@ -11,6 +11,7 @@
 
 #include <sstream>
 #include <string>
+#include <utility>
 
 namespace gradsum_test {
 
@@ -34,11 +35,11 @@ inline gradsum::Table digits() {
 
 /// The digits split 80/20 with seed 42, standardized by the training
 /// part's statistics.
-inline gradsum::TrainTestSplit standardized_digits() {
+inline std::pair<gradsum::Table, gradsum::Table> standardized_digits() {
   auto split = gradsum::train_test_split(digits(), 0.2, 42);
-  const auto scaler = gradsum::StandardScaler::fit(split.train);
-  scaler.transform(split.train);
-  scaler.transform(split.test);
+  const auto scaler = gradsum::StandardScaler::fit(split.first);
+  scaler.transform(split.first);
+  scaler.transform(split.second);
   return split;
 }
 

@@ -341,13 +341,13 @@ TEST_CASE_TEMPLATE_APPLY(mlp_clipping, Spaces);
 
 TEST_CASE("digits: a one-hidden-layer MLP reaches 95% held-out accuracy") {
   using Space = Kokkos::DefaultHostExecutionSpace;
-  const auto split = standardized_digits();
-  CHECK(split.test.num_rows == 359);
-  CHECK(split.train.num_rows == 1438);
-  const auto train = Data<Space>::from_host(std::int64_t(split.train.num_rows), 64,
-                                            split.train.features, split.train.targets);
-  const auto test = Data<Space>::from_host(std::int64_t(split.test.num_rows), 64,
-                                           split.test.features, split.test.targets);
+  const auto [train_table, test_table] = standardized_digits();
+  CHECK(test_table.num_rows == 359);
+  CHECK(train_table.num_rows == 1438);
+  const auto train = Data<Space>::from_host(std::int64_t(train_table.num_rows), 64,
+                                            train_table.features, train_table.targets);
+  const auto test = Data<Space>::from_host(std::int64_t(test_table.num_rows), 64,
+                                           test_table.features, test_table.targets);
   const MLP net(64, {32}, 10, Activation::tanh);
   auto theta = parameters<Space>(net, Initializer::glorot_uniform().with_seed(7));
   auto step = gradsum::make_step<double>(Space(), net, SoftmaxCrossEntropy{},

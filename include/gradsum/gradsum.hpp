@@ -15,6 +15,9 @@
 
 #include <gradsum/data/csv.hpp>
 #include <gradsum/data/dataset.hpp>
+#include <gradsum/data/global_scaling.hpp>
+#include <gradsum/data/gzip.hpp>
+#include <gradsum/data/libsvm.hpp>
 #include <gradsum/data/partition.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/data/sampler.hpp>
@@ -66,6 +69,9 @@
 #include <gradsum/diagnostics/critical_point.hpp>
 #include <gradsum/diagnostics/gradient_health.hpp>
 
+#include <gradsum/train/callbacks.hpp>
+#include <gradsum/train/checkpoint.hpp>
+#include <gradsum/train/fit.hpp>
 #include <gradsum/train/metrics.hpp>
 #include <gradsum/train/step.hpp>
 #include <gradsum/train/stopping.hpp>

@@ -65,11 +65,11 @@ TEST_CASE("digits on N ranks: the parameters of the 1-rank run, bit for bit, and
   using Space = Kokkos::DefaultHostExecutionSpace;
   using Data = gradsum::Dataset<double, Space::memory_space>;
   const int ranks = size_of(MPI_COMM_WORLD), rank = rank_of(MPI_COMM_WORLD);
-  const auto split = standardized_digits();
-  const auto train = Data::from_host(std::int64_t(split.train.num_rows), 64, split.train.features,
-                                     split.train.targets);
-  const auto test = Data::from_host(std::int64_t(split.test.num_rows), 64, split.test.features,
-                                    split.test.targets);
+  const auto [train_table, test_table] = standardized_digits();
+  const auto train = Data::from_host(std::int64_t(train_table.num_rows), 64, train_table.features,
+                                     train_table.targets);
+  const auto test = Data::from_host(std::int64_t(test_table.num_rows), 64, test_table.features,
+                                    test_table.targets);
   const MLP net(64, {32}, 10, Activation::tanh);
   const gradsum::Objective objective{1e-4, true};
   // Reproducible summation makes the sums, and so the whole trajectory,

@@ -6,6 +6,7 @@
 /// text files on the host.
 
 #include <gradsum/core/error.hpp>
+#include <gradsum/data/gzip.hpp>
 
 #include <cctype>
 #include <cerrno>
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <istream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -93,7 +95,9 @@ Table parse_csv(std::istream& in, const std::string& source_name,
                 const CsvOptions& options = {});
 
 /// Opens the file at `path` and parses it as `parse_csv` does, with `path`
-/// as the source name. Throws gradsum::Error naming the path and the system's
+/// as the source name. A gzip-compressed file (it starts with the bytes
+/// 1f 8b, whatever its name) is decompressed through zlib first (see
+/// data/gzip.hpp). Throws gradsum::Error naming the path and the system's
 /// reason if the file cannot be opened or read.
 Table read_csv(const std::string& path, const CsvOptions& options = {});
 
@@ -334,6 +338,13 @@ inline Table read_csv(const std::string& path, const CsvOptions& options) {
                  err != 0 ? std::generic_category().message(err)
                           : std::string("unknown reason"));
   }
+  char magic[2] = {0, 0};
+  if (file.read(magic, 2) && magic[0] == '\x1f' && magic[1] == '\x8b') {
+    std::istringstream text(detail::read_gzip(path));
+    return parse_csv(text, path, options);
+  }
+  file.clear();
+  file.seekg(0);
   return parse_csv(file, path, options);
 }
 

@@ -4,6 +4,8 @@
 #include <gradsum/core/kokkos_compat.hpp>
 
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 namespace gradsum {
 
@@ -40,5 +42,28 @@ struct RowList {
     return index(begin + i);
   }
 };
+
+/// Gradient accumulation: several row selections (micro-batches) whose
+/// gradients a Step sums locally, one after the other, before a single
+/// aggregation. The result is that of one batch holding every part, for
+/// one message instead of one per part. A host-side list; each part is a
+/// RowRange or a RowList.
+template <class Rows>
+struct MicroBatches {
+  std::vector<Rows> parts;
+
+  /// Number of rows selected, over every part.
+  std::int64_t size() const {
+    std::int64_t n = 0;
+    for (const auto& part : parts) n += part.size();
+    return n;
+  }
+};
+
+/// Whether a row selection is a MicroBatches list.
+template <class T>
+struct is_micro_batches : std::false_type {};
+template <class Rows>
+struct is_micro_batches<MicroBatches<Rows>> : std::true_type {};
 
 }  // namespace gradsum

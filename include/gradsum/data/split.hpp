@@ -1,59 +1,61 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+/// @file
+/// Seeded train/test split of a host Table.
+
 #include <gradsum/core/error.hpp>
 #include <gradsum/data/csv.hpp>
 #include <gradsum/data/sampler.hpp>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <numeric>
+#include <utility>
 #include <vector>
 
 namespace gradsum {
 
-/// A table split into rows to train on and rows held out.
-struct TrainTestSplit {
-  Table train;
-  Table test;
-};
-
-/// Holds out round(test_fraction * n) rows chosen by a Fisher–Yates shuffle
-/// driven by SplitMix64(seed): the same rows on every rank, compiler and
-/// standard library. Both parts keep the rows' original order. Throws
-/// gradsum::Error unless 0 <= test_fraction < 1 and at least one row is
-/// left to train on.
-inline TrainTestSplit train_test_split(const Table& table, double test_fraction,
-                                       std::uint64_t seed) {
-  if (!(test_fraction >= 0 && test_fraction < 1))
-    detail::fail("gradsum::train_test_split: the test fraction must be in [0, 1), got ",
-                 test_fraction);
+/// Splits the rows of `table` into a training and a test table: a
+/// Fisher–Yates shuffle of the row indices driven by SplitMix64(seed)
+/// (the same on every compiler and rank) puts round(test_fraction * n)
+/// rows into the test table; both keep the rows in their original order.
+/// Throws gradsum::Error unless 0 <= test_fraction < 1 and both tables
+/// would be non-empty when test_fraction > 0.
+inline std::pair<Table, Table> train_test_split(const Table& table, double test_fraction,
+                                                std::uint64_t seed) {
   const std::size_t n = table.num_rows, d = table.num_features;
-  const auto held = std::size_t(std::llround(test_fraction * double(n)));
-  if (held >= n)
-    detail::fail("gradsum::train_test_split: holding out ", held, " of ", n, " rows of ",
-                 table.source, " leaves none to train on");
+  if (!(test_fraction >= 0 && test_fraction < 1))
+    detail::fail("gradsum::train_test_split: test_fraction must be in [0, 1), got ",
+                 test_fraction);
+  if (table.features.size() != n * d || table.targets.size() != n)
+    detail::fail("gradsum::train_test_split: table '", table.source, "' holds ",
+                 table.features.size(), " features and ", table.targets.size(),
+                 " targets for ", n, " rows of ", d, " features");
+  const auto test_rows = std::size_t(std::llround(test_fraction * double(n)));
+  if (test_fraction > 0 && (test_rows == 0 || test_rows == n))
+    detail::fail("gradsum::train_test_split: a test fraction of ", test_fraction, " of ", n,
+                 " rows leaves ", test_rows, " test rows and ", n - test_rows,
+                 " training rows; both must be non-empty");
   std::vector<std::size_t> order(n);
-  std::iota(order.begin(), order.end(), std::size_t(0));
-  detail::SplitMix64 rng(seed ^ 0x13198a2e03707344ULL);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  detail::SplitMix64 rng(seed);
   for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
-  std::vector<bool> is_test(n, false);
-  for (std::size_t i = 0; i < held; ++i) is_test[order[i]] = true;
-  TrainTestSplit split;
-  for (Table* t : {&split.train, &split.test}) {
+  std::vector<char> in_test(n, 0);
+  for (std::size_t k = 0; k < test_rows; ++k) in_test[order[k]] = 1;
+  std::pair<Table, Table> out;
+  for (Table* t : {&out.first, &out.second}) {
     t->num_features = d;
     t->header = table.header;
     t->source = table.source;
   }
   for (std::size_t i = 0; i < n; ++i) {
-    Table& t = is_test[i] ? split.test : split.train;
+    Table& t = in_test[i] ? out.second : out.first;
     t.features.insert(t.features.end(), table.features.begin() + std::ptrdiff_t(i * d),
                       table.features.begin() + std::ptrdiff_t((i + 1) * d));
     t.targets.push_back(table.targets[i]);
     ++t.num_rows;
   }
-  return split;
+  return out;
 }
 
 }  // namespace gradsum

@@ -128,6 +128,23 @@ struct LBFGS {
   /// Updates in which no step could be certified (theta unchanged).
   std::int64_t stalls() const { return stalls_; }
 
+  /// The history bookkeeping kept on the host (where the next pair goes,
+  /// pairs held, stalls, the m values rho = 1 / s.y), for checkpoints.
+  std::vector<double> host_state() const {
+    std::vector<double> v{double(head_), double(stored_), double(stalls_)};
+    v.resize(3 + std::size_t(m), 0.0);
+    for (std::size_t i = 0; i < rho_.size() && i < std::size_t(m); ++i) v[3 + i] = rho_[i];
+    return v;
+  }
+  /// Restores what host_state() returned (same m).
+  void restore_host_state(const std::vector<double>& v) {
+    head_ = int(v.at(0));
+    stored_ = int(v.at(1));
+    stalls_ = std::int64_t(v.at(2));
+    rho_.assign(v.begin() + 3, v.end());
+    alpha_.assign(rho_.size(), 0.0);
+  }
+
  private:
   template <class ExecutionSpace, class V>
   static void scale(const ExecutionSpace& space, int n, const V& v, double factor) {

@@ -503,6 +503,10 @@ class Step {
   using state_view = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>;
   using model_type = Model;
   using loss_type = Loss;
+  using optimizer_type = Optimizer;
+  using gradient_type = Gradient;
+  using reduction_type = Reduction;
+  using aggregation_type = Aggregation;
 
   /// Builds the step and allocates every buffer it will use. Validates the
   /// run-time knobs of every policy and the model/loss pairing.
@@ -531,6 +535,7 @@ class Step {
     const int P = model_.num_parameters();
     sums_ = parameters_view("gradsum::step::sums", std::size_t(P) + slots);
     gradient_view_ = parameters_view("gradsum::step::gradient", std::size_t(P));
+    accumulated_ = parameters_view("gradsum::step::accumulated", std::size_t(P) + 1);
     work_ = parameters_view("gradsum::step::workspace",
                             gradient_.workspace_size(P));
     host_tail_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::tail");
@@ -618,15 +623,19 @@ class Step {
     if constexpr (binned) {
       bins = detail::bins_in_use(reduction_) && !detail::combines_robustly(gradient_) &&
              !detail::combines_robustly(aggregation_);
-      if (bins) local_nonfinite = binned_sums(theta, data, rows, local_error.empty());
+      if (bins) {
+        if constexpr (is_micro_batches<Rows>::value)
+          local_nonfinite = binned_sums(theta, data, RowRange{}, false);  // local_error is set
+        else
+          local_nonfinite = binned_sums(theta, data, rows, local_error.empty());
+      }
     }
     if (!bins) {
       {
         detail::ScopedRegion region("gradsum::step::gradient");
         auto tail = Kokkos::subview(sums_, Kokkos::make_pair(P + 1, P + slots));
         if (local_error.empty()) {
-          gradient_.sum(space_, model_, loss_, reduction_, theta, data, rows,
-                        sums_, work_);
+          local_sums(theta, data, rows);
           local_nonfinite = detail::any_nonfinite(space_, sums_, P + 1);
           host_write_(0) = Scalar(rows.size());
           host_write_(1) = Scalar(0);
@@ -802,6 +811,43 @@ class Step {
     space_.fence();
   }
 
+  /// Part of evaluate() (public only because CUDA lambdas cannot live in
+  /// private members): the summed gradient and loss over my rows into
+  /// sums(0 … P+1); for MicroBatches the parts one after the other, added
+  /// up in a buffer the constructor allocated, before any aggregation.
+  template <class Theta, class Data, class Rows>
+  void local_sums(const Theta& theta, const Data& data, const Rows& rows) {
+    if constexpr (is_micro_batches<Rows>::value) {
+      if (rows.parts.size() == 1) return local_sums(theta, data, rows.parts[0]);
+      auto total = accumulated_;
+      auto sums = sums_;
+      Kokkos::deep_copy(space_, total, Scalar(0));
+      for (const auto& part : rows.parts) {
+        gradient_.sum(space_, model_, loss_, reduction_, theta, data, part, sums_, work_);
+        Kokkos::parallel_for(
+            "gradsum::step::accumulate",
+            Kokkos::RangePolicy<ExecutionSpace>(space_, 0, int(total.extent(0))),
+            KOKKOS_LAMBDA(int j) { total(j) += sums(j); });
+      }
+      Kokkos::deep_copy(space_, Kokkos::subview(sums_, Kokkos::make_pair(0, int(total.extent(0)))),
+                        total);
+    } else {
+      gradient_.sum(space_, model_, loss_, reduction_, theta, data, rows, sums_, work_);
+    }
+  }
+
+  /// The Hessian over a single micro-batch; with several (gradient
+  /// accumulation) every rank throws the same gradsum::Error before any
+  /// collective: Newton and exact line search need one batch.
+  template <class Theta, class Data, class Rows>
+  const std::vector<double>& hessian(const Theta& theta, const Data& data,
+                                     const MicroBatches<Rows>& micro) {
+    if (micro.parts.size() == 1) return hessian(theta, data, micro.parts[0]);
+    detail::fail("gradsum::Step::hessian: optimizer ", optimizer_.name(),
+                 " needs the Hessian, which gradient accumulation (MicroBatches) does not "
+                 "provide; use accumulate = 1");
+  }
+
   /// Part of evaluate() with the Reproducible reduction (public only
   /// because CUDA lambdas cannot live in private members): integer bins per
   /// coordinate, their windows agreed across workers (one small
@@ -899,6 +945,19 @@ class Step {
     return {};
   }
 
+  template <class Theta, class Data, class Rows>
+  std::string check_shapes(const Theta& theta, const Data& data,
+                           const MicroBatches<Rows>& micro) const {
+    if constexpr (binned)
+      return "gradsum::Step::evaluate: gradient accumulation (MicroBatches) does not work with "
+             "the Reproducible reduction; use accumulate = 1 or the Sum reduction";
+    for (const auto& part : micro.parts) {
+      const std::string error = check_shapes(theta, data, part);
+      if (!error.empty()) return error;
+    }
+    return check_shapes(theta, data, RowRange{});
+  }
+
   template <class Data>
   static std::int64_t row_limit(const Data& data, const RowRange&) {
     return data.num_samples();
@@ -954,6 +1013,18 @@ class Step {
                           "are finite: the parameters or the model's outputs overflow)");
   }
 
+  template <class Theta, class Data, class Rows>
+  std::string describe_nonfinite(const Theta& theta, const Data& data,
+                                 const MicroBatches<Rows>& micro) const {
+    std::string message;
+    for (std::size_t k = 0; k < micro.parts.size(); ++k) {
+      message = describe_nonfinite(theta, data, micro.parts[k]);
+      if (message.find(" for sample ") != std::string::npos)
+        return detail::concat(message, " (in micro-batch ", k, ")");
+    }
+    return message;
+  }
+
   template <class Data>
   std::string describe_row(const Data& data, std::int64_t row) const {
     auto y = Kokkos::create_mirror_view_and_copy(
@@ -976,6 +1047,7 @@ class Step {
   Aggregation aggregation_;
   parameters_view sums_;
   parameters_view gradient_view_;
+  parameters_view accumulated_;  // gradient accumulation: P sums and the loss
   parameters_view work_;
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_tail_;
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_norms_;

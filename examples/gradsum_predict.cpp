@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: Apache-2.0
+// gradsum-predict: applies a model saved by gradsum-train (--checkpoint)
+// to new data, with the feature scaling saved alongside it.
+// Exit status: 0 on success, 1 on an error in the files, 2 on a bad
+// command line.
+
+#include <gradsum/gradsum.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+const char* usage =
+    "usage: gradsum-predict --params FILE --data FILE\n"
+    "\n"
+    "Applies the model of a gradsum checkpoint (gradsum-train --checkpoint FILE)\n"
+    "to every row of a CSV file, after the feature scaling stored with it\n"
+    "(--standardize). The file holds the model's features, optionally followed\n"
+    "by the target (in its last column); an optional header row is skipped.\n"
+    "Prints one line per row: the value (linear regression), or the class and\n"
+    "its probability (logistic and softmax regression). With targets, a last\n"
+    "line on standard error gives the mean squared error or the accuracy.\n";
+
+struct Options {
+  std::string params, data;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(usage, stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) gradsum::detail::fail(flag, ": missing value");
+    if (flag == "--params") o.params = argv[++i];
+    else if (flag == "--data") o.data = argv[++i];
+    else gradsum::detail::fail("unknown option '", flag, "' (see --help)");
+  }
+  if (o.params.empty()) gradsum::detail::fail("--params FILE is required (see --help)");
+  if (o.data.empty()) gradsum::detail::fail("--data FILE is required (see --help)");
+  return o;
+}
+
+// The table's rows as the model's features: either all columns but the
+// last are features (the last is the target), or every column is.
+bool split_targets(gradsum::Table& table, std::size_t d, const std::string& params) {
+  if (table.num_features == d) return true;
+  if (table.num_features + 1 != d)
+    gradsum::detail::fail(table.source, ": rows have ", table.num_features + 1,
+                          " columns, but the model in '", params, "' takes ", d,
+                          " features (expected ", d, " columns, or ", d + 1,
+                          " with the target last)");
+  std::vector<double> x;
+  x.reserve(table.num_rows * d);
+  for (std::size_t i = 0; i < table.num_rows; ++i) {
+    for (std::size_t j = 0; j < table.num_features; ++j) x.push_back(table.feature(i, j));
+    x.push_back(table.targets[i]);
+  }
+  table.features = std::move(x);
+  table.num_features = d;
+  table.targets.clear();
+  return false;
+}
+
+template <class Model>
+void predict(const gradsum::CheckpointData& c, const gradsum::Table& table, bool targets) {
+  const Model model = [&] {
+    if constexpr (std::is_same<Model, gradsum::Softmax>::value)
+      return Model(int(c.num_features), int(c.num_outputs));
+    else
+      return Model(int(c.num_features));
+  }();
+  const std::vector<double> theta = c.parameters();
+  const bool regression = c.loss == "squared_error";
+  std::vector<double> z(std::size_t(c.num_outputs));
+  double squared = 0;
+  std::size_t correct = 0;
+  for (std::size_t i = 0; i < table.num_rows; ++i) {
+    model.forward(theta.data(), &table.features[i * table.num_features], z.data());
+    if (regression) {
+      std::printf("%.17g\n", z[0]);
+      if (targets) squared += (z[0] - table.targets[i]) * (z[0] - table.targets[i]);
+      continue;
+    }
+    int label = 0;
+    double probability = 0;
+    if (z.size() == 1) {  // logistic: P(y = 1) = sigmoid(z)
+      const double p = z[0] >= 0 ? 1 / (1 + std::exp(-z[0])) : std::exp(z[0]) / (1 + std::exp(z[0]));
+      label = p >= 0.5 ? 1 : 0;
+      probability = label == 1 ? p : 1 - p;
+    } else {  // softmax
+      for (std::size_t k = 1; k < z.size(); ++k)
+        if (z[k] > z[std::size_t(label)]) label = int(k);
+      double sum = 0;
+      for (double v : z) sum += std::exp(v - z[std::size_t(label)]);
+      probability = 1 / sum;
+    }
+    std::printf("%d %.6f\n", label, probability);
+    if (targets && double(label) == table.targets[i]) ++correct;
+  }
+  if (!targets) return;
+  const double n = double(table.num_rows);
+  if (regression)
+    std::fprintf(stderr, "gradsum-predict: %zu rows, mean squared error %.10g\n", table.num_rows,
+                 squared / n);
+  else
+    std::fprintf(stderr, "gradsum-predict: %zu rows, accuracy %.6g\n", table.num_rows,
+                 double(correct) / n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    o = parse(argc, argv);
+  } catch (const gradsum::Error& e) {
+    std::fprintf(stderr, "gradsum-predict: error: %s\n", e.what());
+    return 2;
+  }
+  try {
+    const gradsum::CheckpointData c = gradsum::read_checkpoint(o.params);
+    gradsum::Table table = gradsum::read_csv(o.data);
+    const bool targets = split_targets(table, std::size_t(c.num_features), o.params);
+    if (!c.scaler.mean.empty()) c.scaler.transform(table);
+    if (c.model == "linear" && (c.loss == "squared_error" || c.loss == "binary_cross_entropy"))
+      predict<gradsum::Linear>(c, table, targets);
+    else if (c.model == "softmax" && c.loss == "softmax_cross_entropy")
+      predict<gradsum::Softmax>(c, table, targets);
+    else
+      gradsum::detail::fail("'", o.params, "' holds model ", c.model, " with loss ", c.loss,
+                            "; gradsum-predict applies linear, logistic and softmax regression");
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gradsum-predict: error: %s\n", e.what());
+    return 1;
+  }
+}

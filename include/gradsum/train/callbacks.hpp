@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// @file
+/// What fit() tells its callbacks, and the callbacks gradsum ships:
+/// progress, a CSV log, early stopping, the best parameters, checkpoints.
+
+#include <gradsum/core/error.hpp>
+#include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/data/scaling.hpp>
+#include <gradsum/train/checkpoint.hpp>
+#include <gradsum/train/step.hpp>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace gradsum {
+
+/// Where fit() stands, as its callbacks see it. Every value is the same on
+/// every rank (aggregated results, counters), so decisions taken from it
+/// are the same everywhere.
+struct FitState {
+  TrainingPosition position;        ///< updates, epochs completed, micro-batches done in the epoch
+  std::int64_t epochs = 0;          ///< total epochs asked for (counting any before a resume)
+  std::int64_t steps_per_epoch = 0; ///< updates per epoch
+  std::int64_t first_step = 0;      ///< position.step when this fit() call began
+  StepResult result;                ///< the last update's result (at the parameters before it)
+  double learning_rate = std::nan("");  ///< the rate the last update used (NaN: none)
+  StepResult epoch_result;          ///< the training objective after the last epoch
+  bool has_validation = false;      ///< whether `validation` holds a value
+  StepResult validation;            ///< the validation objective after the last epoch
+  double elapsed_seconds = 0;       ///< since this fit() call began
+  int rank = 0;                     ///< this process's rank
+  int ranks = 1;                    ///< number of processes
+  /// Set by a callback to end training after the current call; the
+  /// reason is reported by fit(). Must be decided from the values above
+  /// so that every rank stops at the same update.
+  bool stop = false;
+  std::string stop_reason;
+
+  /// The loss that early stopping and the best-parameter store watch: the
+  /// validation objective when there is one, else the training objective.
+  double monitored_loss() const { return has_validation ? validation.loss : epoch_result.loss; }
+};
+
+/// A fit() callback: override what you need. on_begin, on_epoch and
+/// on_end may throw gradsum::Error (fit() makes every rank throw it);
+/// on_step, called after every update, must not throw.
+class Callback {
+ public:
+  virtual ~Callback() = default;
+  /// Before the first update of this fit() call.
+  virtual void on_begin(FitState&) {}
+  /// After every update.
+  virtual void on_step(FitState&) {}
+  /// After every epoch, once the training (and validation) objective is known.
+  virtual void on_epoch(FitState&) {}
+  /// When training ends, for whatever reason.
+  virtual void on_end(FitState&) {}
+};
+
+/// Callbacks chosen at run time (a program's flags), called in the order
+/// they were added. The list does not own them.
+class CallbackList : public Callback {
+ public:
+  /// Appends `c`, which must outlive the list's use.
+  void add(Callback& c) { list_.push_back(&c); }
+  void on_begin(FitState& s) override {
+    for (auto* c : list_) c->on_begin(s);
+  }
+  void on_step(FitState& s) override {
+    for (auto* c : list_) c->on_step(s);
+  }
+  void on_epoch(FitState& s) override {
+    for (auto* c : list_) c->on_epoch(s);
+  }
+  void on_end(FitState& s) override {
+    for (auto* c : list_) c->on_end(s);
+  }
+
+ private:
+  std::vector<Callback*> list_;
+};
+
+/// How Progress shows itself.
+enum class ProgressMode {
+  automatic,  ///< a bar on a terminal, plain lines otherwise
+  bar,        ///< always the bar (carriage returns)
+  lines,      ///< always plain lines, one per epoch
+  off         ///< nothing
+};
+
+/// Progress on rank 0: steps/s, loss and the estimated time left, as a bar
+/// redrawn on a terminal or as one plain line per epoch otherwise.
+class Progress : public Callback {
+ public:
+  explicit Progress(ProgressMode mode = ProgressMode::automatic, std::FILE* out = stdout)
+      : mode_(mode), out_(out) {}
+
+  void on_begin(FitState&) override {
+    bar_ = mode_ == ProgressMode::bar ||
+           (mode_ == ProgressMode::automatic && ::isatty(::fileno(out_)) == 1);
+    last_draw_ = -1;
+  }
+  void on_step(FitState& s) override {
+    if (!bar_ || s.rank != 0 || mode_ == ProgressMode::off) return;
+    if (s.elapsed_seconds - last_draw_ < 0.1 && s.position.batch != 0) return;  // ~10 redraws/s
+    last_draw_ = s.elapsed_seconds;
+    const std::int64_t total = s.steps_per_epoch * s.epochs;
+    const double done = total > 0 ? double(s.position.step) / double(total) : 1.0;
+    constexpr int width = 24;
+    const int filled = int(done * width + 0.5);
+    std::string bar(std::size_t(filled < width ? filled : width), '=');
+    bar.resize(width, ' ');
+    std::fprintf(out_, "\r[%s] epoch %lld/%lld step %lld loss %.6g %.1f steps/s ETA %s ",
+                 bar.c_str(), static_cast<long long>(s.position.epoch + 1),
+                 static_cast<long long>(s.epochs), static_cast<long long>(s.position.step),
+                 s.result.loss, rate(s), eta(s).c_str());
+    std::fflush(out_);
+  }
+  void on_epoch(FitState& s) override {
+    if (s.rank != 0 || mode_ == ProgressMode::off) return;
+    if (bar_) std::fputc('\n', out_);
+    std::fprintf(out_, "epoch %lld/%lld step %lld loss=%.6g grad_norm=%.6g",
+                 static_cast<long long>(s.position.epoch), static_cast<long long>(s.epochs),
+                 static_cast<long long>(s.position.step), s.epoch_result.loss,
+                 s.epoch_result.gradient_norm);
+    if (s.has_validation) std::fprintf(out_, " val_loss=%.6g", s.validation.loss);
+    std::fprintf(out_, " steps/s=%.3g eta=%s\n", rate(s), eta(s).c_str());
+    std::fflush(out_);
+  }
+
+ private:
+  static double rate(const FitState& s) {
+    const double steps = double(s.position.step - s.first_step);
+    return s.elapsed_seconds > 0 ? steps / s.elapsed_seconds : 0.0;
+  }
+  static std::string eta(const FitState& s) {
+    const double r = rate(s);
+    const double left = double(s.steps_per_epoch * s.epochs - s.position.step);
+    if (!(r > 0) || left <= 0) return "0s";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.0fs", left / r);
+    return text;
+  }
+
+  ProgressMode mode_;
+  std::FILE* out_;
+  bool bar_ = false;
+  double last_draw_ = -1;
+};
+
+/// A CSV log written by rank 0: a header `step,epoch,loss,gradient_norm,
+/// learning_rate`, then one row per update (the loss and gradient norm at
+/// the parameters the update started from, 17 significant digits). The
+/// file is created (truncated) by on_begin, or appended to when `append`
+/// is set (resuming). A failed write is reported at the end of the epoch.
+class CsvLog : public Callback {
+ public:
+  explicit CsvLog(std::string path, bool append = false)
+      : path_(std::move(path)), append_(append) {}
+  ~CsvLog() override {
+    if (file_) std::fclose(file_);
+  }
+  CsvLog(const CsvLog&) = delete;
+  CsvLog& operator=(const CsvLog&) = delete;
+
+  void on_begin(FitState& s) override {
+    if (s.rank != 0) return;
+    std::FILE* existing = append_ ? std::fopen(path_.c_str(), "r") : nullptr;
+    const bool header = existing == nullptr;
+    if (existing) std::fclose(existing);
+    file_ = std::fopen(path_.c_str(), append_ ? "a" : "w");
+    if (!file_) detail::fail("gradsum::CsvLog: cannot open '", path_, "': ", std::strerror(errno));
+    if (header) std::fputs("step,epoch,loss,gradient_norm,learning_rate\n", file_);
+  }
+  void on_step(FitState& s) override {
+    if (!file_) return;
+    if (std::fprintf(file_, "%lld,%lld,%.17g,%.17g,%.17g\n",
+                     static_cast<long long>(s.position.step),
+                     static_cast<long long>(s.position.epoch), s.result.loss,
+                     s.result.gradient_norm, s.learning_rate) < 0)
+      failed_ = true;
+  }
+  void on_epoch(FitState&) override { flush(); }
+  void on_end(FitState&) override {
+    flush();
+    if (file_ && std::fclose(file_) != 0) failed_ = true;
+    file_ = nullptr;
+    if (failed_) detail::fail("gradsum::CsvLog: writing '", path_, "' failed");
+  }
+
+ private:
+  void flush() {
+    if (file_ && std::fflush(file_) != 0) failed_ = true;
+    if (failed_) detail::fail("gradsum::CsvLog: writing '", path_, "' failed");
+  }
+  std::string path_;
+  bool append_;
+  std::FILE* file_ = nullptr;
+  bool failed_ = false;
+};
+
+/// Stops training when the monitored loss (validation objective, else the
+/// training objective; see FitState::monitored_loss) has not improved by
+/// more than `min_delta` for `patience` epochs in a row.
+class EarlyStopping : public Callback {
+ public:
+  explicit EarlyStopping(std::int64_t patience, double min_delta = 0)
+      : patience_(patience), min_delta_(min_delta) {
+    if (patience < 1)
+      detail::fail("gradsum::EarlyStopping: patience must be >= 1 epoch, got ", patience);
+    if (!(min_delta >= 0) || !std::isfinite(min_delta))
+      detail::fail("gradsum::EarlyStopping: min_delta must be non-negative and finite, got ",
+                   min_delta);
+  }
+  void on_epoch(FitState& s) override {
+    const double loss = s.monitored_loss();
+    if (loss < best_ - min_delta_) {
+      best_ = loss;
+      best_epoch_ = s.position.epoch;
+      waited_ = 0;
+      return;
+    }
+    if (++waited_ >= patience_) {
+      s.stop = true;
+      s.stop_reason = detail::concat("early stopping: the ",
+                                     s.has_validation ? "validation" : "training",
+                                     " loss has not improved for ", waited_,
+                                     " epochs (best ", best_, " after epoch ", best_epoch_, ")");
+    }
+  }
+  /// The best monitored loss so far and the epoch (1-based count) it followed.
+  double best() const { return best_; }
+  std::int64_t best_epoch() const { return best_epoch_; }
+
+ private:
+  std::int64_t patience_;
+  double min_delta_;
+  double best_ = std::numeric_limits<double>::infinity();
+  std::int64_t best_epoch_ = 0;
+  std::int64_t waited_ = 0;
+};
+
+/// Keeps a copy of the parameters at the best monitored loss (see
+/// FitState::monitored_loss), taken at the end of an epoch, in a View of
+/// the parameters' memory space allocated once.
+template <class Theta>
+class BestParameters : public Callback {
+ public:
+  explicit BestParameters(const Theta& theta)
+      : theta_(theta),
+        best_(Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::fit::best_parameters"),
+              theta.extent(0)) {}
+  void on_epoch(FitState& s) override {
+    const double loss = s.monitored_loss();
+    if (loss < best_loss_) {
+      best_loss_ = loss;
+      best_epoch_ = s.position.epoch;
+      Kokkos::deep_copy(best_, theta_);
+    }
+  }
+  /// Whether a best copy exists (after at least one epoch).
+  bool has_best() const { return best_epoch_ > 0; }
+  double best_loss() const { return best_loss_; }
+  std::int64_t best_epoch() const { return best_epoch_; }
+  /// Copies the best parameters into `theta`. Blocking.
+  template <class Target>
+  void restore(const Target& theta) const {
+    if (!has_best()) detail::fail("gradsum::BestParameters::restore: no epoch has finished yet");
+    Kokkos::deep_copy(theta, best_);
+    Kokkos::fence();
+  }
+
+ private:
+  Theta theta_;
+  Kokkos::View<typename Theta::non_const_value_type*, typename Theta::memory_space> best_;
+  double best_loss_ = std::numeric_limits<double>::infinity();
+  std::int64_t best_epoch_ = 0;
+};
+
+/// Saves a checkpoint (see save_checkpoint) every `every` epochs (0:
+/// never) and when training ends, with the feature scaling `scaler`.
+/// Collective like save_checkpoint.
+template <class StepType, class Theta>
+class Checkpointer : public Callback {
+ public:
+  Checkpointer(std::string path, std::int64_t every, StepType& step, const Theta& theta,
+               StandardScaler scaler = {})
+      : path_(std::move(path)), every_(every), step_(step), theta_(theta),
+        scaler_(std::move(scaler)) {
+    if (every < 0) detail::fail("gradsum::Checkpointer: every must be >= 0 epochs, got ", every);
+  }
+  void on_epoch(FitState& s) override {
+    if (every_ > 0 && s.position.epoch % every_ == 0) save(s);
+  }
+  void on_end(FitState& s) override {
+    if (s.position.step != saved_step_ || s.position.epoch != saved_epoch_) save(s);
+  }
+  /// Checkpoints written so far.
+  std::int64_t saves() const { return saves_; }
+
+ private:
+  void save(const FitState& s) {
+    save_checkpoint(path_, step_, theta_, s.position, scaler_);
+    saved_step_ = s.position.step;
+    saved_epoch_ = s.position.epoch;
+    ++saves_;
+  }
+  std::string path_;
+  std::int64_t every_;
+  StepType& step_;
+  Theta theta_;
+  StandardScaler scaler_;
+  std::int64_t saved_step_ = -1, saved_epoch_ = -1, saves_ = 0;
+};
+
+}  // namespace gradsum

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// @file
+/// fit(): epochs of mini-batch updates with a Step, seeded shuffling,
+/// global or sharded sampling, gradient accumulation, stopping rules and
+/// callbacks.
+
+#include <gradsum/core/error.hpp>
+#include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/data/partition.hpp>
+#include <gradsum/data/rows.hpp>
+#include <gradsum/data/sampler.hpp>
+#include <gradsum/train/callbacks.hpp>
+#include <gradsum/train/checkpoint.hpp>
+#include <gradsum/train/step.hpp>
+#include <gradsum/train/stopping.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace gradsum {
+
+/// How the ranks share the data.
+enum class Sampling {
+  /// Every rank holds every sample; mini-batch b of the seeded order is
+  /// split over the ranks (see MiniBatchSampler::batch(b, parts, part)), so
+  /// the run follows the single-process run for any number of ranks.
+  global,
+  /// Every rank holds its own samples (a shard) and draws its own
+  /// mini-batches of `batch` samples from them, in an order shuffled with
+  /// the same seed; an update sums one mini-batch of every rank. Ranks
+  /// whose shard has fewer batches contribute empty ones.
+  sharded
+};
+
+/// What fit() is asked to do.
+struct FitOptions {
+  /// Epochs in total, counting any done before `start` (a resume): a run
+  /// resumed from epoch 5 with epochs = 10 does five more.
+  std::int64_t epochs = 1;
+  /// Samples per mini-batch (global: over all ranks; sharded: per rank);
+  /// 0 means full batch.
+  std::int64_t batch = 0;
+  /// Gradient accumulation: mini-batches summed locally per update, k >= 1.
+  /// The update is that of one batch k times larger, with one aggregation.
+  int accumulate = 1;
+  /// Seed of the per-epoch shuffle (the same order on every rank).
+  std::uint64_t seed = 0;
+  Sampling sampling = Sampling::global;
+  StoppingRules stopping;
+  /// Where to continue from (load_checkpoint's result); its seed is ignored
+  /// in favour of `seed`, which must be the one the checkpoint was written with.
+  TrainingPosition start;
+
+  void validate() const {
+    if (epochs < 0) detail::fail("gradsum::fit: epochs must be >= 0, got ", epochs);
+    if (batch < 0) detail::fail("gradsum::fit: batch must be >= 0 (0 = full batch), got ", batch);
+    if (accumulate < 1)
+      detail::fail("gradsum::fit: accumulate must be >= 1 mini-batch per update, got ", accumulate);
+    if (start.step < 0 || start.epoch < 0 || start.batch < 0)
+      detail::fail("gradsum::fit: start position must not be negative (step ", start.step,
+                   ", epoch ", start.epoch, ", batch ", start.batch, ")");
+    stopping.validate();
+  }
+};
+
+/// What fit() did.
+struct FitResult {
+  TrainingPosition position;        ///< where training ended
+  StopReason reason = StopReason::none;  ///< a stopping rule that ended it, if any
+  std::string stopped_by;           ///< a callback's reason for ending it, if any
+  StepResult last;                  ///< the last update's result
+  StepResult epoch_result;          ///< the training objective after the last epoch
+};
+
+namespace detail {
+
+template <class O, class = void>
+struct has_current_lr : std::false_type {};
+template <class O>
+struct has_current_lr<O, std::void_t<decltype(std::declval<const O&>().current_lr())>>
+    : std::true_type {};
+template <class O, class = void>
+struct has_lr : std::false_type {};
+template <class O>
+struct has_lr<O, std::void_t<decltype(std::declval<const O&>().lr)>> : std::true_type {};
+
+/// The learning rate the next update of `o` will use, NaN when it has none.
+template <class O>
+double learning_rate(const O& o) {
+  if constexpr (has_current_lr<O>::value) return double(o.current_lr());
+  else if constexpr (has_lr<O>::value) return double(o.lr);
+  else return std::nan("");
+}
+
+/// Runs a callback phase on every callback; an error on any rank becomes
+/// the same gradsum::Error on every rank.
+template <class Aggregation, class Phase>
+void run_phase(Aggregation& aggregation, Callback* const* callbacks, std::size_t n,
+               FitState& state, Phase phase) {
+  std::string error;
+  try {
+    for (std::size_t i = 0; i < n; ++i) phase(*callbacks[i], state);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  error = aggregation.first_error(error);
+  if (!error.empty()) throw Error(error);
+}
+
+}  // namespace detail
+
+/// Trains `theta` with `step` on `data` for `options.epochs` epochs and
+/// reports to `callbacks` (objects derived from Callback), evaluating the
+/// training objective (and that of `validation`, if given) after every
+/// epoch. Epoch e's mini-batch order is the seeded shuffle
+/// MiniBatchSampler(seed).shuffle(e), the same on every rank, so a run
+/// resumed from a checkpoint (options.start) continues the trajectory of
+/// the uninterrupted run exactly.
+///
+/// Each update sums `accumulate` consecutive mini-batches locally and
+/// aggregates once (Step with MicroBatches). Stops early when a stopping
+/// rule or a callback says so; every rank stops at the same update.
+/// Blocking; collective with a distributed aggregation.
+template <class StepType, class Theta, class Data, class Validation, class... Callbacks>
+FitResult fit(StepType& step, const Theta& theta, const Data& data, const Validation* validation,
+              const FitOptions& options, Callbacks&... callbacks) {
+  static_assert((std::is_base_of<Callback, Callbacks>::value && ...),
+                "gradsum::fit: every callback must derive from gradsum::Callback");
+  using Memory = typename StepType::memory_space;
+  using Rows = RowList<Memory>;
+  auto& aggregation = step.aggregation();
+  {
+    std::string error;
+    try {
+      options.validate();
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    error = aggregation.first_error(error);
+    if (!error.empty()) throw Error(error);
+  }
+  Callback* list[sizeof...(Callbacks) + 1] = {static_cast<Callback*>(&callbacks)..., nullptr};
+  const std::size_t n_callbacks = sizeof...(Callbacks);
+  const int rank = aggregation.rank(), ranks = aggregation.size();
+  const bool global = options.sampling == Sampling::global;
+
+  MiniBatchSampler<Memory> sampler(data.num_samples(), options.batch, options.seed);
+  // Mini-batches per epoch: the same on every rank (sharded: the most any
+  // rank has, agreed in one small collective).
+  std::int64_t batches = options.batch == 0 ? 1 : sampler.num_batches();
+  if (!global) {
+    Kokkos::View<std::int64_t*, Memory> most("gradsum::fit::batches", 1);
+    Kokkos::deep_copy(most, batches);
+    aggregation.aggregate_max(step.space(), most);
+    batches = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), most)(0);
+  }
+  auto micro_batch = [&](std::int64_t b) -> Rows {
+    if (options.batch == 0) {  // full batch, stored order
+      const auto all = sampler.batch(0);
+      if (!global) return all;
+      const auto mine = partition(RowRange{all.begin, all.end}, ranks, rank);
+      return Rows{all.index, mine.begin, mine.end};
+    }
+    if (global) return sampler.batch(b, ranks, rank);
+    if (b < sampler.num_batches()) return sampler.batch(b);
+    return Rows{sampler.batch(0).index, 0, 0};  // this shard ran out
+  };
+  const auto evaluation_rows =
+      global ? partition(data.num_samples(), ranks, rank) : data.all_rows();
+
+  FitState state;
+  state.position = options.start;
+  state.position.seed = options.seed;
+  state.epochs = options.epochs;
+  state.steps_per_epoch = (batches + options.accumulate - 1) / options.accumulate;
+  state.first_step = options.start.step;
+  state.rank = rank;
+  state.ranks = ranks;
+  FitResult out;
+  Stopper stopper(options.stopping);
+  MicroBatches<Rows> micro;
+  micro.parts.reserve(std::size_t(options.accumulate));
+  const auto begin = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  };
+
+  detail::run_phase(aggregation, list, n_callbacks, state,
+                    [](Callback& c, FitState& s) { c.on_begin(s); });
+  bool stopped = false;
+  for (std::int64_t epoch = state.position.epoch; epoch < options.epochs && !stopped; ++epoch) {
+    sampler.shuffle(epoch);
+    for (std::int64_t b = state.position.batch; b < batches && !stopped;) {
+      micro.parts.clear();
+      const std::int64_t end = b + options.accumulate < batches ? b + options.accumulate : batches;
+      for (; b < end; ++b) micro.parts.push_back(micro_batch(b));
+      state.learning_rate = detail::learning_rate(step.optimizer());
+      state.result = step(theta, data, micro);
+      ++state.position.step;
+      state.position.batch = b;
+      state.elapsed_seconds = seconds();
+      for (std::size_t i = 0; i < n_callbacks; ++i) list[i]->on_step(state);
+      out.reason = stopper.check(state.position.step, state.result);
+      stopped = out.reason != StopReason::none || state.stop;
+    }
+    if (state.position.batch == batches) {  // the epoch is complete
+      state.position.epoch = epoch + 1;
+      state.position.batch = 0;
+      state.epoch_result = step.evaluate(theta, data, evaluation_rows);
+      if (validation) {
+        state.validation = step.evaluate(
+            theta, *validation,
+            global ? partition(validation->num_samples(), ranks, rank) : validation->all_rows());
+        state.has_validation = true;
+      }
+      state.elapsed_seconds = seconds();
+      detail::run_phase(aggregation, list, n_callbacks, state,
+                        [](Callback& c, FitState& s) { c.on_epoch(s); });
+      stopped = stopped || state.stop;
+    }
+  }
+  state.elapsed_seconds = seconds();
+  detail::run_phase(aggregation, list, n_callbacks, state,
+                    [](Callback& c, FitState& s) { c.on_end(s); });
+  out.position = state.position;
+  out.stopped_by = state.stop_reason;
+  out.last = state.result;
+  out.epoch_result = state.epoch_result;
+  return out;
+}
+
+/// fit() without validation data.
+template <class StepType, class Theta, class Data, class... Callbacks>
+FitResult fit(StepType& step, const Theta& theta, const Data& data, const FitOptions& options,
+              Callbacks&... callbacks) {
+  return fit(step, theta, data, static_cast<const Data*>(nullptr), options, callbacks...);
+}
+
+}  // namespace gradsum

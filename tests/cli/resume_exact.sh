@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# gradsum-train: 5 epochs with --checkpoint, then --resume with --epochs 10,
+# lands on exactly the parameters of an uninterrupted 10-epoch run (Adam,
+# mini-batches, standardized data), on RANKS ranks (1: without mpiexec).
+# usage: resume_exact.sh MPIEXEC NUMPROC_FLAG RANKS GRADSUM_TRAIN DATA
+set -euo pipefail
+mpiexec="$1" np_flag="$2" ranks="$3" train="$4" data="$5"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+run() {
+  if [ "$ranks" = 1 ]; then "$train" "$@"; else "$mpiexec" "$np_flag" "$ranks" "$train" "$@"; fi
+}
+common=(--data "$data" --model logistic --standardize --optimizer adam --lr 0.01 --batch 64
+        --seed 3 --progress off)
+run "${common[@]}" --epochs 10 --save-params "$work/straight.txt" >/dev/null
+run "${common[@]}" --epochs 5 --checkpoint "$work/run.ckpt" --checkpoint-every 2 >/dev/null
+run "${common[@]}" --epochs 10 --resume "$work/run.ckpt" --save-params "$work/resumed.txt" \
+  --log "$work/log.csv" >"$work/out.txt"
+grep -q "^resumed from '$work/run.ckpt' after epoch 5, step 45$" "$work/out.txt" \
+  || { echo "FAILED: no resume line"; cat "$work/out.txt"; exit 1; }
+# The log of the resumed run holds steps 46 … 90.
+[ "$(sed -n 2p "$work/log.csv" | cut -d, -f1)" = 46 ] && [ "$(tail -1 "$work/log.csv" | cut -d, -f1)" = 90 ] \
+  || { echo "FAILED: log rows"; cat "$work/log.csv"; exit 1; }
+if cmp -s "$work/straight.txt" "$work/resumed.txt"; then
+  echo "resumed 10-epoch parameters identical to the uninterrupted run on $ranks rank(s)"
+else
+  echo "FAILED: parameters differ"; paste "$work/straight.txt" "$work/resumed.txt"; exit 1
+fi

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: Apache-2.0
+// Checkpoints: resuming continues the exact trajectory (compared bit for
+// bit with an uninterrupted run), every damaged or mismatched file is
+// rejected with a message naming it, and a writer killed before its rename
+// leaves the previous checkpoint loadable. The CRC-32 is checked against
+// zlib's.
+
+#include "test_helpers.hpp"
+
+#include <gradsum/train/checkpoint.hpp>
+
+#include <zlib.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+using namespace gradsum_test;
+using gradsum::Linear;
+using gradsum::SquaredError;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return "gradsum_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+// What loading `path` into `step` throws, or "loaded".
+template <class StepType, class Theta>
+std::string load_message(const std::string& path, StepType& step, const Theta& theta) {
+  try {
+    gradsum::load_checkpoint(path, step, theta);
+  } catch (const gradsum::Error& e) {
+    return e.what();
+  }
+  return "loaded";
+}
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+// A regression problem read in mini-batches of 10 out of 40 (4 per epoch),
+// so step 5 is in the middle of the second epoch.
+const HostProblem problem = random_problem(40, 3, Kind::regression, 1, 2024);
+constexpr std::int64_t batch_size = 10;
+constexpr std::uint64_t seed = 7;
+
+// Runs steps [from, to) of the mini-batch sequence, starting at `position`.
+template <class Space, class StepType, class Theta, class Data>
+gradsum::TrainingPosition run_steps(StepType& step, const Theta& theta, const Data& data,
+                                    gradsum::TrainingPosition position, std::int64_t steps) {
+  gradsum::MiniBatchSampler<typename Space::memory_space> sampler(data.num_samples(), batch_size,
+                                                                  position.seed);
+  sampler.shuffle(position.epoch);
+  for (std::int64_t k = 0; k < steps; ++k) {
+    step(theta, data, sampler.batch(position.batch));
+    ++position.step;
+    if (++position.batch == sampler.num_batches()) {
+      position.batch = 0;
+      sampler.shuffle(++position.epoch);
+    }
+  }
+  return position;
+}
+
+template <class Space, class Optimizer>
+void check_resume(const Optimizer& optimizer, const std::string& name) {
+  INFO("optimizer " << name);
+  using Data = gradsum::Dataset<double, typename Space::memory_space>;
+  const auto data = Data::from_host(problem.n, problem.d, problem.x, problem.y);
+  const std::string path = temp_path("resume_" + name + ".ckpt");
+
+  auto straight = gradsum::make_step<double>(Space(), Linear(3), SquaredError{}, optimizer);
+  auto theta_straight = straight.make_parameters();
+  fill(theta_straight, random_vector(4, 3));
+  gradsum::TrainingPosition start;
+  start.seed = seed;
+  run_steps<Space>(straight, theta_straight, data, start, 10);
+
+  auto first = gradsum::make_step<double>(Space(), Linear(3), SquaredError{}, optimizer);
+  auto theta_first = first.make_parameters();
+  fill(theta_first, random_vector(4, 3));
+  const auto middle = run_steps<Space>(first, theta_first, data, start, 5);
+  CHECK(middle.epoch == 1);
+  CHECK(middle.batch == 1);
+  gradsum::save_checkpoint(path, first, theta_first, middle);
+
+  // A fresh step and zero parameters: everything must come from the file.
+  auto second = gradsum::make_step<double>(Space(), Linear(3), SquaredError{}, optimizer);
+  auto theta_second = second.make_parameters();
+  const auto resumed = gradsum::load_checkpoint(path, second, theta_second);
+  CHECK(resumed.step == 5);
+  CHECK(resumed.epoch == 1);
+  CHECK(resumed.batch == 1);
+  CHECK(resumed.seed == seed);
+  run_steps<Space>(second, theta_second, data, resumed, 5);
+
+  const auto a = to_host(theta_straight), b = to_host(theta_second);
+  CHECK(same_bits(a, b));
+  CHECK(!same_bits(a, to_host(theta_first)));  // the second half moved theta
+  std::remove(path.c_str());
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint CRC-32 equals zlib's crc32") {
+  const auto values = random_vector(1000, 11);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(3), std::size_t(8000)}) {
+    const auto expected = std::uint32_t(::crc32(0L, bytes, uInt(n)));
+    CHECK(gradsum::detail::crc32(bytes, n) == expected);
+  }
+  const unsigned char check[] = "123456789";  // the catalogue check value
+  CHECK(gradsum::detail::crc32(check, 9) == 0xCBF43926u);
+}
+
+TEST_CASE_TEMPLATE_DEFINE("5 steps, checkpoint, load, 5 steps equal 10 steps bit for bit", Space,
+                          resume) {
+  check_resume<Space>(gradsum::Adam{0.05}, "adam");
+  check_resume<Space>(gradsum::Scheduled<gradsum::Momentum>(gradsum::Momentum{0.05, 0.9},
+                                                            gradsum::Schedule::cosine(8)),
+                      "scheduled_momentum");
+  check_resume<Space>(gradsum::LBFGS{}, "lbfgs");
+}
+TEST_CASE_TEMPLATE_APPLY(resume, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("damaged or mismatched checkpoints are rejected, naming the file",
+                          Space, rejected) {
+  using Data = gradsum::Dataset<double, typename Space::memory_space>;
+  const auto data = Data::from_host(problem.n, problem.d, problem.x, problem.y);
+  const std::string path = temp_path("good.ckpt");
+  const std::string bad = temp_path("bad.ckpt");
+  auto step = gradsum::make_step<double>(Space(), Linear(3), SquaredError{}, gradsum::Adam{});
+  auto theta = step.make_parameters();
+  fill(theta, random_vector(4, 5));
+  step(theta, data);
+  gradsum::save_checkpoint(path, step, theta, gradsum::TrainingPosition{1, 1, 0, seed});
+  const std::string good = read_bytes(path);
+  REQUIRE(good.size() > 64);
+
+  auto fresh = gradsum::make_step<double>(Space(), Linear(3), SquaredError{}, gradsum::Adam{});
+  auto target = fresh.make_parameters();
+  fill(target, {9, 9, 9, 9});
+  auto message_of_load = [&](const std::string& file) { return load_message(file, fresh, target); };
+
+  SUBCASE("truncated at every offset of the last 64 bytes") {
+    for (std::size_t cut = good.size() - 64; cut < good.size(); ++cut) {
+      INFO("truncated to " << cut << " of " << good.size() << " bytes");
+      write_bytes(bad, good.substr(0, cut));
+      const std::string m = message_of_load(bad);
+      CHECK(m.find("'" + bad + "' is " + std::to_string(cut) + " bytes long but its header says " +
+                   std::to_string(good.size()) + ": the file is truncated") != std::string::npos);
+    }
+  }
+  SUBCASE("truncated inside the header") {
+    write_bytes(bad, good.substr(0, 20));
+    CHECK(message_of_load(bad) == "gradsum::load_checkpoint: '" + bad + "' is truncated: 20 "
+                                  "bytes, shorter than the 28-byte header and checksum");
+  }
+  SUBCASE("a flipped byte anywhere") {
+    for (std::size_t at = 0; at < good.size(); ++at) {
+      INFO("byte " << at << " flipped");
+      std::string damaged = good;
+      damaged[at] = char(damaged[at] ^ 0x20);
+      write_bytes(bad, damaged);
+      const std::string m = message_of_load(bad);
+      CHECK(m.find("'" + bad + "'") != std::string::npos);
+      CHECK(m != "loaded");
+    }
+    std::string damaged = good;
+    damaged[good.size() / 2] = char(damaged[good.size() / 2] ^ 1);
+    write_bytes(bad, damaged);
+    CHECK(message_of_load(bad).find("fails its checksum") != std::string::npos);
+  }
+  SUBCASE("not a checkpoint, or missing") {
+    write_bytes(bad, "step,loss\n1,2\n");
+    CHECK(message_of_load(bad).find("'" + bad + "' is not a gradsum checkpoint") !=
+          std::string::npos);
+    CHECK(message_of_load(bad + ".missing").find("cannot open '" + bad + ".missing'") !=
+          std::string::npos);
+  }
+  SUBCASE("another format version") {
+    std::string other = good;
+    other[8] = 2;  // version 2, checksum recomputed so only the version differs
+    const std::uint32_t crc = gradsum::detail::crc32(
+        reinterpret_cast<const unsigned char*>(other.data()), other.size() - 4);
+    std::memcpy(&other[other.size() - 4], &crc, 4);
+    write_bytes(bad, other);
+    CHECK(message_of_load(bad) == "gradsum::load_checkpoint: '" + bad +
+                                      "' has format version 2; this gradsum reads version 1");
+  }
+  SUBCASE("a model of another width") {
+    auto wider = gradsum::make_step<double>(Space(), Linear(4), SquaredError{}, gradsum::Adam{});
+    auto theta4 = wider.make_parameters();
+    CHECK(load_message(path, wider, theta4) == "gradsum::load_checkpoint: '" + path +
+                   "' was written for number of features 3 but this step has 4");
+  }
+  SUBCASE("another optimizer") {
+    auto sgd = gradsum::make_step<double>(Space(), Linear(3), SquaredError{}, gradsum::SGD{});
+    auto theta_sgd = sgd.make_parameters();
+    CHECK(load_message(path, sgd, theta_sgd) == "gradsum::load_checkpoint: '" + path +
+                   "' was written for optimizer adam but this step has sgd");
+  }
+  SUBCASE("another scalar type") {
+    auto single = gradsum::make_step<float>(Space(), Linear(3), SquaredError{}, gradsum::Adam{});
+    auto theta_float = single.make_parameters();
+    CHECK(load_message(path, single, theta_float) == "gradsum::load_checkpoint: '" + path +
+                   "' was written for scalar type double but this step has float");
+  }
+  // A failed load modifies nothing.
+  CHECK(same_bits(to_host(target), {9, 9, 9, 9}));
+  CHECK(message_of_load(path) == "loaded");
+  CHECK(same_bits(to_host(target), to_host(theta)));
+  std::remove(path.c_str());
+  std::remove(bad.c_str());
+}
+TEST_CASE_TEMPLATE_APPLY(rejected, Spaces);
+
+TEST_CASE("a writer killed between write and rename leaves the previous checkpoint loadable") {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  using Data = gradsum::Dataset<double, Space::memory_space>;
+  const auto data = Data::from_host(problem.n, problem.d, problem.x, problem.y);
+  const std::string path = temp_path("crash.ckpt");
+  auto step = gradsum::make_step<double>(Space(), Linear(3), SquaredError{}, gradsum::Adam{});
+  auto theta = step.make_parameters();
+  step(theta, data);
+  gradsum::save_checkpoint(path, step, theta, gradsum::TrainingPosition{1, 1, 0, seed});
+  const auto saved = to_host(theta);
+  step(theta, data);
+  const std::string next = gradsum::encode_checkpoint(
+      gradsum::make_checkpoint(step, theta, gradsum::TrainingPosition{2, 2, 0, seed}));
+
+  // The child writes the next checkpoint and dies before renaming it; it
+  // runs no Kokkos code, only the file writer.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    gradsum::detail::write_file_atomically(path, next, [] { ::raise(SIGKILL); });
+    ::_exit(0);  // not reached
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
+  CHECK(read_bytes(path + ".tmp") == next);  // it got as far as the flushed temporary
+
+  auto fresh = gradsum::make_step<double>(Space(), Linear(3), SquaredError{}, gradsum::Adam{});
+  auto loaded = fresh.make_parameters();
+  const auto position = gradsum::load_checkpoint(path, fresh, loaded);
+  CHECK(position.step == 1);
+  CHECK(same_bits(to_host(loaded), saved));
+  CHECK(fresh.optimizer().t == 1);
+
+  // The next save replaces the leftover temporary and the checkpoint.
+  gradsum::save_checkpoint(path, step, theta, gradsum::TrainingPosition{2, 2, 0, seed});
+  CHECK(read_bytes(path) == next);
+  CHECK(::access((path + ".tmp").c_str(), F_OK) != 0);
+  std::remove(path.c_str());
+}
