@@ -203,16 +203,6 @@ TEST_CASE_TEMPLATE_DEFINE("plan: calibrate fits the step time of the real step",
   auto step = gradsum::make_step<double>(Space(), gradsum::Linear(16),
                                          gradsum::BinaryCrossEntropy{}, gradsum::SGD{0.01});
   auto theta = step.make_parameters();
-  const auto c = gradsum::plan::calibrate(step, theta, data, 2000, 40000, 3);
-  CHECK(c.small_batch == 2000);
-  CHECK(c.large_batch == 40000);
-  CHECK(c.large_seconds > c.small_seconds);
-  CHECK(c.seconds_per_sample > 0);
-  CHECK(c.overhead_seconds >= 0);
-  CHECK(c.seconds_per_sample * 38000 == doctest::Approx(c.large_seconds - c.small_seconds));
-  if (c.overhead_seconds > 0)
-    CHECK(c.overhead_seconds + c.seconds_per_sample * 2000 == doctest::Approx(c.small_seconds));
-
   CHECK_THROWS_WITH_AS(gradsum::plan::calibrate(step, theta, data, 0, 10),
                        "gradsum::plan::calibrate: small_batch must be at least 1, got 0",
                        gradsum::Error);
@@ -227,5 +217,27 @@ TEST_CASE_TEMPLATE_DEFINE("plan: calibrate fits the step time of the real step",
   CHECK_THROWS_WITH_AS(gradsum::plan::calibrate(step, theta, data, 100, 200, 0),
                        "gradsum::plan::calibrate: repetitions must be at least 1, got 0",
                        gradsum::Error);
+
+  gradsum::plan::Calibration c;
+  try {
+    c = gradsum::plan::calibrate(step, theta, data, 2000, 40000, 3);
+  } catch (const gradsum::Error& e) {
+    // Timings are not asserted in tests: on a machine loaded enough that
+    // the two batches take equally long, calibrate() must say so, and
+    // nothing else can be checked.
+    MESSAGE("calibration not checked on this loaded machine: " << e.what());
+    CHECK(std::string(e.what()).find("choose batches whose step times differ clearly") !=
+          std::string::npos);
+    return;
+  }
+  CHECK(c.small_batch == 2000);
+  CHECK(c.large_batch == 40000);
+  CHECK(c.large_seconds > c.small_seconds);
+  CHECK(c.seconds_per_sample > 0);
+  CHECK(c.overhead_seconds >= 0);
+  CHECK(c.seconds_per_sample * 38000 == doctest::Approx(c.large_seconds - c.small_seconds));
+  if (c.overhead_seconds > 0)
+    CHECK(c.overhead_seconds + c.seconds_per_sample * 2000 == doctest::Approx(c.small_seconds));
+
 }
 TEST_CASE_TEMPLATE_APPLY(calibration, Spaces);

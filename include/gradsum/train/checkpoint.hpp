@@ -8,6 +8,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/data/scaling.hpp>
+#include <gradsum/optimizer/clipped.hpp>
 #include <gradsum/optimizer/schedule.hpp>
 
 #include <fcntl.h>
@@ -266,6 +267,16 @@ void restore_host_state(Scheduled<O>& o, const std::vector<double>& in, std::siz
   o.t = std::int64_t(in[at++]);
   restore_host_state(o.optimizer, in, at);
 }
+template <class O>
+void save_host_state(const Clipped<O>& o, std::vector<double>& out) {
+  out.push_back(double(o.clipped_updates));
+  save_host_state(o.optimizer, out);
+}
+template <class O>
+void restore_host_state(Clipped<O>& o, const std::vector<double>& in, std::size_t& at) {
+  o.clipped_updates = std::int64_t(in[at++]);
+  restore_host_state(o.optimizer, in, at);
+}
 
 template <class Scalar>
 const char* scalar_name() {
@@ -422,8 +433,8 @@ CheckpointData make_checkpoint(StepType& step, const Theta& theta,
   c.model = step.model().name();
   c.loss = step.loss().name();
   c.optimizer = step.optimizer().name();
-  c.gradient = StepType::gradient_type::name();
-  c.reduction = StepType::reduction_type::name();
+  c.gradient = step.gradient_policy().name();
+  c.reduction = step.reduction().name();
   c.aggregation = step.aggregation().name();
   c.num_parameters = step.num_parameters();
   c.num_features = step.model().num_features();

@@ -621,13 +621,16 @@ class Step {
     // sum, so the bins then stay inside each worker.
     bool bins = false;
     if constexpr (binned) {
-      bins = detail::bins_in_use(reduction_) && !detail::combines_robustly(gradient_) &&
-             !detail::combines_robustly(aggregation_);
+      bins = uses_bins();
       if (bins) {
-        if constexpr (is_micro_batches<Rows>::value)
-          local_nonfinite = binned_sums(theta, data, RowRange{}, false);  // local_error is set
-        else
+        if constexpr (is_micro_batches<Rows>::value) {
+          if (rows.parts.size() == 1)
+            local_nonfinite = binned_sums(theta, data, rows.parts[0], local_error.empty());
+          else
+            local_nonfinite = binned_sums(theta, data, RowRange{}, false);  // local_error is set
+        } else {
           local_nonfinite = binned_sums(theta, data, rows, local_error.empty());
+        }
       }
     }
     if (!bins) {
@@ -894,6 +897,9 @@ class Step {
   const Model& model() const { return model_; }
   const Loss& loss() const { return loss_; }
   Optimizer& optimizer() { return optimizer_; }
+  /// The gradient and reduction policies (run-time knobs included).
+  const Gradient& gradient_policy() const { return gradient_; }
+  const Reduction& reduction() const { return reduction_; }
   /// Steps skipped because of a non-finite loss or gradient (NonFinite::skip).
   std::int64_t skipped_steps() const { return skipped_; }
   /// The optimizer's state vectors (state_size(P) x P).
@@ -945,12 +951,26 @@ class Step {
     return {};
   }
 
+  // Whether this evaluation sums into integer bins: a binned reduction
+  // that uses them now, with no robust combination of workers (which needs
+  // each worker's rounded sum).
+  bool uses_bins() const {
+    if constexpr (binned)
+      return detail::bins_in_use(reduction_) && !detail::combines_robustly(gradient_) &&
+             !detail::combines_robustly(aggregation_);
+    else
+      return false;
+  }
+
   template <class Theta, class Data, class Rows>
   std::string check_shapes(const Theta& theta, const Data& data,
                            const MicroBatches<Rows>& micro) const {
-    if constexpr (binned)
-      return "gradsum::Step::evaluate: gradient accumulation (MicroBatches) does not work with "
-             "the Reproducible reduction; use accumulate = 1 or the Sum reduction";
+    if constexpr (binned) {
+      // Several micro-batches cannot share the bins; one is a plain batch.
+      if (micro.parts.size() > 1 && uses_bins())
+        return "gradsum::Step::evaluate: gradient accumulation (MicroBatches) does not work with "
+               "the Reproducible reduction; use accumulate = 1 or the Sum reduction";
+    }
     for (const auto& part : micro.parts) {
       const std::string error = check_shapes(theta, data, part);
       if (!error.empty()) return error;
