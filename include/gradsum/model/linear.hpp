@@ -40,18 +40,31 @@ class Linear {
   template <class Scalar>
   KOKKOS_FUNCTION void forward(const Scalar* theta, const Scalar* x,
                                Scalar* z) const {
-    // Four independent partial sums: the dot product is otherwise one
-    // dependent chain of additions, slower than reading x from memory.
-    Scalar s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int j = 0;
-    for (; j + 4 <= d_; j += 4) {
-      s0 += theta[j] * x[j];
-      s1 += theta[j + 1] * x[j + 1];
-      s2 += theta[j + 2] * x[j + 2];
-      s3 += theta[j + 3] * x[j + 3];
+    // Independent partial sums: the dot product is otherwise one dependent
+    // chain of additions, slower than reading x from memory (without
+    // -ffast-math the compiler may not reorder them itself). Eight for
+    // float, which the compiler packs into two SIMD registers (a quarter
+    // less time per sample at d = 256 on x86-64); four for double, where
+    // eight measured slower.
+    if constexpr (sizeof(Scalar) == 4) {
+      Scalar s[8] = {};
+      int j = 0;
+      for (; j + 8 <= d_; j += 8)
+        for (int k = 0; k < 8; ++k) s[k] += theta[j + k] * x[j + k];
+      for (; j < d_; ++j) s[0] += theta[j] * x[j];
+      z[0] = theta[d_] + (((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7])));
+    } else {
+      Scalar s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      int j = 0;
+      for (; j + 4 <= d_; j += 4) {
+        s0 += theta[j] * x[j];
+        s1 += theta[j + 1] * x[j + 1];
+        s2 += theta[j + 2] * x[j + 2];
+        s3 += theta[j + 3] * x[j + 3];
+      }
+      for (; j < d_; ++j) s0 += theta[j] * x[j];
+      z[0] = theta[d_] + ((s0 + s1) + (s2 + s3));
     }
-    for (; j < d_; ++j) s0 += theta[j] * x[j];
-    z[0] = theta[d_] + ((s0 + s1) + (s2 + s3));
   }
 
   /// g += dz[0] * (x, 1): the gradient of dz . z with respect to (w, b).
