@@ -15,6 +15,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -33,6 +34,9 @@ bool printer = true;
 // The feature scaling applied to the data (empty without --standardize),
 // saved with checkpoints.
 gradsum::StandardScaler scaler;
+
+// The rows held out for validation (--validation F), scaled like the rest.
+gradsum::Table validation_table;
 
 void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void say(const char* format, ...) {
@@ -128,7 +132,14 @@ int train(const Options& o, const gradsum::Table& table, const Model& model, con
   gradsum::Checkpointer<decltype(step), decltype(theta)> checkpoints(
       o.checkpoint, o.checkpoint_every, step, theta, scaler);
   if (!o.checkpoint.empty()) callbacks.add(checkpoints);
-  const auto fitted = gradsum::fit(step, theta, data, fit_options, callbacks);
+  Data validation;
+  if (validation_table.num_rows > 0)
+    validation = Data::from_host(std::int64_t(validation_table.num_rows),
+                                 int(validation_table.num_features), validation_table.features,
+                                 validation_table.targets);
+  const auto fitted = gradsum::fit(step, theta, data,
+                                   validation_table.num_rows > 0 ? &validation : nullptr,
+                                   fit_options, callbacks);
   if (fitted.reason != gradsum::StopReason::none)
     say("stopped after %lld steps: %s\n", static_cast<long long>(fitted.position.step),
         gradsum::describe(fitted.reason));
@@ -152,6 +163,16 @@ int train(const Options& o, const gradsum::Table& table, const Model& model, con
     say(" accuracy=%.6g", double(correct) / double(data.num_samples()));
   }
   say("\n");
+  if (validation_table.num_rows > 0) {
+    const auto v = step.evaluate(theta, validation,
+                                 gradsum::partition(validation.num_samples(), ranks, rank));
+    say("validation loss=%.10g", v.loss);
+    if constexpr (gradsum::is_classifier_loss_v<Loss>) {
+      const auto correct = gradsum::count_correct(space, model, loss, theta, validation);
+      say(" accuracy=%.6g", double(correct) / double(validation.num_samples()));
+    }
+    say("\n");
+  }
   if (!o.save_params.empty() && rank == 0) write_params(o.save_params, host_values(theta));
   return 0;
 }
@@ -271,11 +292,15 @@ int main(int argc, char* argv[]) {
       gradsum::CsvOptions csv;
       csv.target_column = options.target_column;
       table = gradsum::read_csv(options.data, csv);
+      if (options.validation > 0)  // a seeded split, the same on every rank
+        std::tie(table, validation_table) =
+            gradsum::train_test_split(table, options.validation, options.seed);
       // A resumed run scales with the checkpoint's scaler, so the model sees
       // the data it was trained on.
       if (!options.resume.empty()) scaler = gradsum::read_checkpoint(options.resume).scaler;
       if (options.standardize && scaler.mean.empty()) scaler = gradsum::StandardScaler::fit(table);
       if (!scaler.mean.empty()) scaler.transform(table);
+      if (!scaler.mean.empty() && validation_table.num_rows > 0) scaler.transform(validation_table);
     } catch (const gradsum::Error& e) {
       error = e.what();
     }
