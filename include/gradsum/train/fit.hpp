@@ -206,7 +206,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
       ++state.position.step;
       state.position.batch = b;
       state.elapsed_seconds = seconds();
-      for (std::size_t i = 0; i < n_callbacks; ++i) list[i]->on_step(state);
+      for (Callback* const* c = list; *c; ++c) (*c)->on_step(state);
       out.reason = stopper.check(state.position.step, state.result);
       stopped = out.reason != StopReason::none || state.stop;
     }
