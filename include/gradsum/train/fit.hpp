@@ -163,6 +163,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
   }
   auto micro_batch = [&](std::int64_t b) -> Rows {
     if (options.batch == 0) {  // full batch, stored order
+      if (sampler.num_batches() == 0) return Rows{};  // no rows here (an empty shard)
       const auto all = sampler.batch(0);
       if (!global) return all;
       const auto mine = partition(RowRange{all.begin, all.end}, ranks, rank);
@@ -170,7 +171,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     }
     if (global) return sampler.batch(b, ranks, rank);
     if (b < sampler.num_batches()) return sampler.batch(b);
-    return Rows{sampler.batch(0).index, 0, 0};  // this shard ran out
+    return Rows{};  // this shard ran out: an empty selection
   };
   const auto evaluation_rows =
       global ? partition(data.num_samples(), ranks, rank) : data.all_rows();
