@@ -18,6 +18,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -57,6 +58,9 @@ bool printer = true;
 // The feature scaling applied to the data (empty without --standardize),
 // saved with checkpoints.
 gradsum::StandardScaler scaler;
+
+// The rows held out for validation (--validation F), scaled like the rest.
+gradsum::Table validation_table;
 
 void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void say(const char* format, ...) {
@@ -202,7 +206,14 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
   gradsum::Checkpointer<decltype(step), decltype(theta)> checkpoints(
       o.checkpoint, o.checkpoint_every, step, theta, scaler);
   if (!o.checkpoint.empty()) callbacks.add(checkpoints);
-  const auto fitted = gradsum::fit(step, theta, data, fit_options, callbacks);
+  Data validation;
+  if (validation_table.num_rows > 0)
+    validation = Data::from_host(std::int64_t(validation_table.num_rows),
+                                 int(validation_table.num_features), validation_table.features,
+                                 validation_table.targets);
+  const auto fitted = gradsum::fit(step, theta, data,
+                                   validation_table.num_rows > 0 ? &validation : nullptr,
+                                   fit_options, callbacks);
   if (fitted.reason != gradsum::StopReason::none)
     say("stopped after %lld steps: %s\n", static_cast<long long>(fitted.position.step),
         gradsum::describe(fitted.reason));
@@ -248,6 +259,16 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
     }
   }
   say("\n");
+  if (validation_table.num_rows > 0) {
+    const auto v = step.evaluate(theta, validation,
+                                 gradsum::partition(validation.num_samples(), ranks, rank));
+    say("validation loss=%.10g", v.loss);
+    if constexpr (gradsum::is_classifier_loss_v<Loss>) {
+      const auto correct = gradsum::count_correct(space, model, loss, theta, validation);
+      say(" accuracy=%.6g", double(correct) / double(validation.num_samples()));
+    }
+    say("\n");
+  }
   if (!o.save_params.empty() && rank == 0) write_params(o.save_params, host_values(theta));
   return 0;
 }
@@ -415,12 +436,17 @@ int main(int argc, char* argv[]) {
       gradsum::CsvOptions csv;
       csv.target_column = options.target_column;
       inputs.train = gradsum::read_csv(options.data, csv);
+      // Seeded splits, the same on every rank: the test rows first, then the
+      // validation rows out of what is left.
       if (options.test_fraction > 0) {
         auto [train, test] = gradsum::train_test_split(inputs.train, options.test_fraction,
                                                        options.seed);
         inputs.train = std::move(train);
         inputs.test = std::move(test);
       }
+      if (options.validation > 0)
+        std::tie(inputs.train, validation_table) =
+            gradsum::train_test_split(inputs.train, options.validation, options.seed + 1);
       // A resumed run scales with the checkpoint's scaler, so the model sees
       // the data it was trained on; held-out rows are scaled by the training
       // rows' statistics.
@@ -430,6 +456,7 @@ int main(int argc, char* argv[]) {
       if (!scaler.mean.empty()) {
         scaler.transform(inputs.train);
         if (inputs.test.num_rows > 0) scaler.transform(inputs.test);
+        if (validation_table.num_rows > 0) scaler.transform(validation_table);
       }
     } catch (const gradsum::Error& e) {
       error = e.what();

@@ -66,6 +66,7 @@ struct Options {
   std::string resume;             // checkpoint to continue from
   std::int64_t early_stop = 0;    // patience in epochs, 0 = off
   int accumulate = 1;             // mini-batches summed per update
+  double validation = 0;          // fraction of rows held out, 0 = none
   bool print_gradient = false;
   bool help = false;
 };
@@ -134,8 +135,11 @@ inline const char* usage() {
          "  --checkpoint FILE      write a checkpoint when training ends (and see below)\n"
          "  --checkpoint-every K   also write it every K epochs\n"
          "  --resume FILE          continue from a checkpoint; --epochs counts the total\n"
-         "  --early-stop P         stop when the training objective has not improved for\n"
-         "                         P epochs, and keep the best parameters\n"
+         "  --validation F         hold out the fraction F of the rows (a split seeded by\n"
+         "                         --seed) and report their objective every epoch\n"
+         "  --early-stop P         stop when the validation objective (else the training\n"
+         "                         objective) has not improved for P epochs, and keep\n"
+         "                         the best parameters\n"
          "  --accumulate K         sum K mini-batches per update, one message (default 1)\n"
          "  --print-gradient       print the objective and its gradient at zero\n"
          "                         parameters, one value per line, and exit\n"
@@ -378,6 +382,10 @@ inline Options parse(const std::vector<std::string>& args) {
       if (o.resume.empty()) gradsum::detail::fail("--resume: empty file name");
     } else if (flag == "--early-stop") {
       o.early_stop = detail::parse_integer(flag, value(), 1, INT64_MAX);
+    } else if (flag == "--validation") {
+      o.validation = detail::parse_double(flag, value());
+      if (!(o.validation > 0 && o.validation < 1))
+        gradsum::detail::fail("--validation: expected a fraction in (0, 1), got ", o.validation);
     } else if (flag == "--accumulate") {
       o.accumulate = int(detail::parse_integer(flag, value(), 1, 1000000));
     } else if (flag == "--print-gradient") {

@@ -171,6 +171,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
   }
   auto micro_batch = [&](std::int64_t b) -> Rows {
     if (options.batch == 0) {  // full batch, stored order
+      if (sampler.num_batches() == 0) return Rows{};  // no rows here (an empty shard)
       const auto all = sampler.batch(0);
       if (!global) return all;
       const auto mine = partition(RowRange{all.begin, all.end}, ranks, rank);
@@ -178,7 +179,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     }
     if (global) return sampler.batch(b, ranks, rank);
     if (b < sampler.num_batches()) return sampler.batch(b);
-    return Rows{sampler.batch(0).index, 0, 0};  // this shard ran out
+    return Rows{};  // this shard ran out: an empty selection
   };
   const auto evaluation_rows =
       global ? partition(data.num_samples(), ranks, rank) : data.all_rows();
@@ -214,7 +215,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
       ++state.position.step;
       state.position.batch = b;
       state.elapsed_seconds = seconds();
-      for (std::size_t i = 0; i < n_callbacks; ++i) list[i]->on_step(state);
+      for (Callback* const* c = list; *c; ++c) (*c)->on_step(state);
       out.reason = stopper.check(state.position.step, state.result);
       stopped = out.reason != StopReason::none || state.stop;
     }
