@@ -6,6 +6,7 @@
 //   datasets breast_cancer   logistic regression (569 tumours, 30 features)
 //   datasets iris            softmax regression (150 flowers, 3 classes)
 //   datasets wine            softmax regression (178 wines, 3 classes)
+//   datasets digits          an MLP, 64-32(tanh)-10 (1,797 images of 8 x 8 pixels)
 //
 // Every step is the library's: reading (diabetes from two gzip files),
 // a seeded 80/20 train/test split, standardization whose statistics come
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -81,6 +83,8 @@ void run(const std::string& name, const gradsum::Table& table, const Model& mode
                                          gradsum::Objective{}, gradsum::Analytic{},
                                          gradsum::Sum{}, aggregation);
   auto theta = step.make_parameters();
+  if constexpr (std::is_same<Model, gradsum::MLP>::value)  // linear models start at zero
+    gradsum::initialize(model, gradsum::Initializer::glorot_uniform().with_seed(7), theta);
   const auto result = gradsum::fit(step, theta, train_data, options);
   const auto tested =
       step.evaluate(theta, test_data, gradsum::partition(test_data.num_samples(), ranks, rank));
@@ -136,9 +140,15 @@ int main(int argc, char* argv[]) {
       const auto table = gradsum::read_csv(folder + (name == "iris" ? "iris.csv" : "wine_data.csv"));
       run(name, table, gradsum::Softmax(int(table.num_features), classes_of(table)),
           gradsum::SoftmaxCrossEntropy{}, options, 0.01);
+    } else if (name == "digits") {
+      options.epochs = 15;
+      options.batch = 64;
+      const auto table = gradsum::read_csv(folder + "digits.csv.gz");
+      run(name, table, gradsum::MLP(64, {32}, 10, gradsum::Activation::tanh),
+          gradsum::SoftmaxCrossEntropy{}, options, 0.01);
     } else {
       if (environment.rank() == 0)
-        std::fprintf(stderr, "usage: datasets diabetes|breast_cancer|iris|wine\n");
+        std::fprintf(stderr, "usage: datasets diabetes|breast_cancer|iris|wine|digits\n");
       return 2;
     }
   } catch (const std::exception& e) {

@@ -398,3 +398,30 @@ TEST_CASE("scaler: scikit-learn breast cancer data") {
     CHECK(sd == doctest::Approx(1.0).epsilon(1e-12));
   }
 }
+
+TEST_CASE("CSV: class labels checked where they are, non-finite values only when allowed") {
+  gradsum::CsvOptions options;
+  options.header = gradsum::Header::absent;
+  options.num_classes = 3;
+  auto parse = [&](const std::string& text) {
+    std::istringstream in(text);
+    return gradsum::parse_csv(in, "labels.csv", options);
+  };
+  CHECK(parse("1,0\n2,2\n").targets == std::vector<double>{0, 2});
+  CHECK_THROWS_WITH_AS(parse("1,0\n2,3\n"),
+                       "labels.csv:2:2: label '3' is not a class (expected an integer in [0, 3))",
+                       gradsum::Error);
+  CHECK_THROWS_WITH_AS(parse("1,1.5\n"),
+                       "labels.csv:1:2: label '1.5' is not a class (expected an integer in [0, 3))",
+                       gradsum::Error);
+  CHECK_THROWS_WITH_AS(parse("1,-1\n"),
+                       "labels.csv:1:2: label '-1' is not a class (expected an integer in [0, 3))",
+                       gradsum::Error);
+  options.num_classes = 0;
+  CHECK_THROWS_WITH_AS(parse("nan,1\n"),
+                       doctest::Contains("labels.csv:1:1: non-finite value 'nan'"), gradsum::Error);
+  options.allow_nonfinite = true;
+  const auto t = parse("nan,1\ninf,2\n");
+  CHECK(std::isnan(t.features[0]));
+  CHECK(std::isinf(t.features[1]));
+}

@@ -48,6 +48,13 @@ struct CsvOptions {
   /// Index (0-based) of the column that holds the target; -1 is the last
   /// column. Other negative values are an error.
   int target_column = -1;
+  /// Accept NaN and infinite values ("nan", "inf") instead of rejecting
+  /// them, for data whose gaps a later step handles (the step's non-finite
+  /// guard then reports them).
+  bool allow_nonfinite = false;
+  /// When > 0, every target must be a class label: an integer in
+  /// [0, num_classes).
+  int num_classes = 0;
 };
 
 /// A numeric table read from a file: `num_rows` rows of `num_features`
@@ -81,7 +88,8 @@ struct Table {
 /// Format: one row per line; `\n` or `\r\n` line endings; lines holding only
 /// spaces and tabs are skipped; a UTF-8 byte order mark at the start is
 /// ignored; fields are trimmed of surrounding spaces and tabs; there is no
-/// quoting. Every field of a data row must be a finite number that
+/// quoting. Every field of a data row must be a finite number (unless
+/// CsvOptions::allow_nonfinite) that
 /// `std::strtod` consumes completely (so parsing follows the C locale's
 /// decimal point, as `strtod` does). The first data row fixes the number of
 /// columns, which must be at least 2 (one or more features and the target).
@@ -308,9 +316,15 @@ inline Table parse_csv(std::istream& in, const std::string& source_name,
     for (std::size_t c = 0; c < num_columns; ++c) {
       double value = 0.0;
       const auto status = detail::parse_csv_number(fields[c], buffer, value);
-      if (status != detail::CsvNumber::ok)
+      if (status != detail::CsvNumber::ok &&
+          !(status == detail::CsvNumber::non_finite && options.allow_nonfinite))
         detail::csv_field_error(source_name, line_number, c + 1, fields[c],
                                 status);
+      if (c == target && options.num_classes > 0 &&
+          !(value >= 0 && value < options.num_classes && value == std::floor(value)))
+        detail::fail(source_name, ':', line_number, ':', c + 1, ": label ",
+                     detail::csv_quote(fields[c]), " is not a class (expected an integer in [0, ",
+                     options.num_classes, "))");
       if (c == target)
         table.targets.push_back(value);
       else

@@ -120,7 +120,13 @@ SampledCheck gradient_check_sampled(const ExecutionSpace& space, const Model& mo
 
   auto step = make_step<Scalar>(space, model, loss, SGD{}, objective);
   step.evaluate(theta, data, subset);
-  auto analytic = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), step.gradient());
+  // A copy, not a mirror: on host spaces a mirror would be step.gradient()
+  // itself, overwritten by the evaluations below.
+  std::vector<double> analytic(static_cast<std::size_t>(P));
+  {
+    auto g = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), step.gradient());
+    for (int j = 0; j < P; ++j) analytic[std::size_t(j)] = double(g(j));
+  }
   auto point = step.make_parameters();
   Kokkos::deep_copy(point, theta);
   auto host_point = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), point);
@@ -137,7 +143,7 @@ SampledCheck gradient_check_sampled(const ExecutionSpace& space, const Model& mo
     const Scalar h = Scalar(fd.eps);
     const double numeric = (objective_at(original + h) - objective_at(original - h)) / (2 * double(h));
     host_point(j) = original;
-    const double a = double(analytic(j));
+    const double a = analytic[std::size_t(j)];
     diff += (a - numeric) * (a - numeric);
     na += a * a;
     nn += numeric * numeric;
