@@ -160,8 +160,10 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
   }
 
   std::string model_name = model.name();
-  if constexpr (std::is_same<Model, gradsum::MLP>::value)
-    model_name += " " + model.describe();
+  if constexpr (std::is_same<Model, gradsum::MLP>::value) {
+    model_name += ' ';
+    model_name += model.describe();
+  }
   say("gradsum-train: %s model, %s loss, %s optimizer, %zu samples x %zu features, "
       "%d parameters, space %s, %d rank%s, %s\n",
       model_name.c_str(), loss.name(), o.optimizer.c_str(), table.num_rows, table.num_features,
@@ -234,7 +236,7 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
     say("critical point: %s (Hessian eigenvalues from %.6g to %.6g, %s)\n",
         gradsum::diagnostics::describe(gradsum::diagnostics::classify(c, 1e-8 * std::max(scale, 1.0))),
         c.min_eigenvalue, c.max_eigenvalue,
-        c.exact ? "exact" : ("Lanczos, " + std::to_string(c.products) + " products").c_str());
+        c.exact ? "exact" : gradsum::detail::concat("Lanczos, ", c.products, " products").c_str());
   }
   if (step.skipped_steps() > 0)
     say("skipped %lld steps with a non-finite loss or gradient\n",

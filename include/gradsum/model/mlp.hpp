@@ -218,10 +218,17 @@ class MLP {
   }
   /// "64-32(relu)-10" style description.
   std::string describe() const {
+    // Appends only: GCC 12 at -O3 in C++20 warns falsely (-Wrestrict) on
+    // `"-" + std::to_string(…)`.
     std::string s = std::to_string(width_[0]);
     for (int l = 0; l < layers_; ++l) {
-      s += "-" + std::to_string(width_[l + 1]);
-      if (l + 1 < layers_) s += std::string("(") + activation_name(activation_[l]) + ")";
+      s += '-';
+      s += std::to_string(width_[l + 1]);
+      if (l + 1 < layers_) {
+        s += '(';
+        s += activation_name(activation_[l]);
+        s += ')';
+      }
     }
     return s;
   }
