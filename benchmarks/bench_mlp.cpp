@@ -74,7 +74,10 @@ void mlp_step(benchmark::State& state, std::vector<int> hidden) {
 template <class Space, class Scalar>
 void register_case(const std::vector<int>& hidden, std::int64_t n) {
   std::string shape = "64";
-  for (int h : hidden) shape += "-" + std::to_string(h);
+  for (int h : hidden) {  // appends: see MLP::describe()
+    shape += '-';
+    shape += std::to_string(h);
+  }
   shape += "-10";
   const std::string name = std::string("mlp_step/") + gradsum::space_name<Space>() + "/" +
                            (sizeof(Scalar) == 4 ? "float" : "double") + "/" + shape;
