@@ -10,6 +10,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "common.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <random>
@@ -106,10 +108,6 @@ void register_all(std::tuple<Spaces...>*) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
-  register_all(static_cast<gradsum::ExecutionSpaces*>(nullptr));
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return gradsum_bench::run(
+      argc, argv, [] { register_all(static_cast<gradsum::ExecutionSpaces*>(nullptr)); });
 }

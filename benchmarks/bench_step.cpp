@@ -13,6 +13,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "common.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -103,10 +105,6 @@ void register_all(std::tuple<Spaces...>*) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
-  register_all(static_cast<gradsum::ExecutionSpaces*>(nullptr));
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return gradsum_bench::run(
+      argc, argv, [] { register_all(static_cast<gradsum::ExecutionSpaces*>(nullptr)); });
 }
