@@ -183,7 +183,9 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
   fit_options.seed = o.seed;
   fit_options.stopping = gradsum::StoppingRules{o.max_steps, o.grad_tol, o.loss_tol};
   if (!o.resume.empty()) {
-    fit_options.start = gradsum::load_checkpoint(o.resume, step, theta);
+    gradsum::CheckpointData saved;
+    fit_options.start = gradsum::load_checkpoint(o.resume, step, theta, &saved);
+    fit_options.loop = std::move(saved.loop);  // early stopping, best parameters, stopping rules
     if (fit_options.start.seed != o.seed)
       gradsum::detail::fail("--resume: '", o.resume, "' was written with --seed ",
                             fit_options.start.seed, ", this run has --seed ", o.seed);

@@ -319,3 +319,146 @@ TEST_CASE("early stopping, best parameters and callbacks that stop training") {
     CHECK(result.reason == gradsum::StopReason::max_steps);
   }
 }
+
+TEST_CASE("early stopping and the best parameters resume where the uninterrupted run stands") {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  const auto data = Data<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
+  // A learning rate far too large: the validation loss grows after epoch 1,
+  // so the uninterrupted run keeps epoch 1's parameters and stops after
+  // epoch 3 (patience 2). A resumed run that forgot the best loss and the
+  // epochs waited would take epoch 3 as its best and stop after epoch 5.
+  const auto held_out = random_problem(50, 4, Kind::regression, 1, 79);
+  const auto validation = Data<Space>::from_host(held_out.n, held_out.d, held_out.x, held_out.y);
+  const std::string path = temp_path("early.ckpt");
+  gradsum::FitOptions options;
+  options.batch = 64;
+  options.epochs = 10;
+
+  auto straight = make<Space>(gradsum::SGD{3.0});
+  auto theta_straight = straight.make_parameters();
+  gradsum::EarlyStopping early_straight(2);
+  gradsum::BestParameters<decltype(theta_straight)> best_straight(theta_straight);
+  const auto expected = gradsum::fit(straight, theta_straight, data, &validation, options,
+                                     early_straight, best_straight);
+  REQUIRE(expected.position.epoch == 3);
+  REQUIRE(best_straight.best_epoch() == 1);
+
+  // Two epochs, checkpointed after each: the checkpoint holds one epoch waited.
+  auto first = make<Space>(gradsum::SGD{3.0});
+  auto theta_first = first.make_parameters();
+  gradsum::EarlyStopping early_first(2);
+  gradsum::BestParameters<decltype(theta_first)> best_first(theta_first);
+  gradsum::Checkpointer<decltype(first), decltype(theta_first)> checkpoints(path, 1, first,
+                                                                             theta_first);
+  options.epochs = 2;
+  gradsum::fit(first, theta_first, data, &validation, options, early_first, best_first,
+               checkpoints);
+
+  auto resume = [&](auto& step, auto& theta, auto&... callbacks) {
+    gradsum::CheckpointData saved;
+    gradsum::FitOptions again = options;
+    again.epochs = 10;
+    again.start = gradsum::load_checkpoint(path, step, theta, &saved);
+    again.loop = saved.loop;
+    return gradsum::fit(step, theta, data, &validation, again, callbacks...);
+  };
+  SUBCASE("the resumed run stops after the same epoch with the same best parameters") {
+    auto second = make<Space>(gradsum::SGD{3.0});
+    auto theta_second = second.make_parameters();
+    gradsum::EarlyStopping early(2);
+    gradsum::BestParameters<decltype(theta_second)> best(theta_second);
+    gradsum::Checkpointer<decltype(second), decltype(theta_second)> end(path, 0, second,
+                                                                        theta_second);
+    const auto result = resume(second, theta_second, early, best, end);
+    CHECK(result.position.epoch == 3);
+    CHECK(result.stopped_by == expected.stopped_by);
+    CHECK(same_bits(to_host(theta_second), to_host(theta_straight)));
+    CHECK(best.best_epoch() == 1);
+    auto restored = second.make_parameters(), expected_best = second.make_parameters();
+    best.restore(restored);
+    best_straight.restore(expected_best);
+    CHECK(same_bits(to_host(restored), to_host(expected_best)));
+
+    // Resuming the stopped run's final checkpoint does nothing more, as
+    // the uninterrupted run did nothing more.
+    auto third = make<Space>(gradsum::SGD{3.0});
+    auto theta_third = third.make_parameters();
+    gradsum::EarlyStopping early_third(2);
+    gradsum::BestParameters<decltype(theta_third)> best_third(theta_third);
+    const auto none = resume(third, theta_third, early_third, best_third);
+    CHECK(none.position.step == result.position.step);
+    CHECK(none.stopped_by == "training had already stopped when the checkpoint was written");
+    CHECK(same_bits(to_host(theta_third), to_host(theta_straight)));
+  }
+  SUBCASE("resuming with other callbacks than the checkpoint's is refused") {
+    auto second = make<Space>(gradsum::SGD{3.0});
+    auto theta_second = second.make_parameters();
+    CHECK_THROWS_WITH(resume(second, theta_second),
+                      doctest::Contains("this run's stopping rules and callbacks read 5: resume "
+                                        "with the callbacks the checkpoint was written with"));
+    gradsum::BestParameters<decltype(theta_second)> best(theta_second);
+    gradsum::EarlyStopping early(2);
+    CHECK_THROWS_WITH(resume(second, theta_second, best, early),
+                      doctest::Contains("no best-parameters state at value 5"));
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("a resumed run reaching max_steps continues the uninterrupted run, and stops at once "
+          "when it was already reached") {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  const auto data = Data<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
+  const std::string path = temp_path("steps.ckpt");
+  gradsum::FitOptions options;
+  options.batch = 50;
+  options.epochs = 10;
+  options.stopping.max_steps = 8;
+  auto straight = make<Space>(gradsum::Adam{0.02});
+  auto theta_straight = straight.make_parameters();
+  gradsum::fit(straight, theta_straight, data, options);
+
+  auto first = make<Space>(gradsum::Adam{0.02});
+  auto theta_first = first.make_parameters();
+  gradsum::Checkpointer<decltype(first), decltype(theta_first)> end(path, 0, first, theta_first);
+  options.stopping.max_steps = 5;  // mid-epoch: 6 batches per epoch
+  gradsum::fit(first, theta_first, data, options, end);
+
+  for (const std::int64_t max_steps : {5, 8}) {
+    CAPTURE(max_steps);
+    auto second = make<Space>(gradsum::Adam{0.02});
+    auto theta_second = second.make_parameters();
+    gradsum::CheckpointData saved;
+    options.start = gradsum::load_checkpoint(path, second, theta_second, &saved);
+    options.loop = saved.loop;
+    options.stopping.max_steps = max_steps;
+    const auto result = gradsum::fit(second, theta_second, data, options);
+    CHECK(result.position.step == max_steps);
+    CHECK(result.reason == gradsum::StopReason::max_steps);
+    CHECK(same_bits(to_host(theta_second), to_host(max_steps == 8 ? theta_straight : theta_first)));
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("the stopping rules' state survives a save and restore") {
+  gradsum::StoppingRules rules;
+  rules.loss_tol = 1e-6;
+  gradsum::Stopper before(rules);
+  gradsum::StepResult result;
+  result.loss = 2.0;
+  result.gradient_norm = 1.0;
+  CHECK(before.check(1, result) == gradsum::StopReason::none);  // nothing to compare with yet
+  std::vector<double> state;
+  before.save_state(state);
+  gradsum::Stopper after(rules), fresh(rules);
+  std::size_t at = 0;
+  after.restore_state(state, at);
+  CHECK(at == state.size());
+  result.loss = 2.0 * (1 + 1e-7);  // a relative change of 1e-7 <= 1e-6
+  CHECK(after.check(2, result) == gradsum::StopReason::loss_change);
+  CHECK(fresh.check(2, result) == gradsum::StopReason::none);
+  state[0] = 7;
+  at = 0;
+  CHECK_THROWS_WITH(after.restore_state(state, at),
+                    "gradsum::fit: the checkpoint's loop state does not begin with the stopping "
+                    "rules' state (value 0 of 3)");
+}

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -45,15 +46,22 @@ struct FitState {
   /// so that every rank stops at the same update.
   bool stop = false;
   std::string stop_reason;
+  /// True while on_end and the last on_checkpoint run.
+  bool finished = false;
+  /// The state of the loop itself - the stopping rules' and every
+  /// callback's (Callback::save_state) - for a checkpoint, so that a run
+  /// resumed from it (FitOptions::loop) stops where the uninterrupted run
+  /// stops. Set by fit().
+  std::function<std::vector<double>()> loop_state;
 
   /// The loss that early stopping and the best-parameter store watch: the
   /// validation objective when there is one, else the training objective.
   double monitored_loss() const { return has_validation ? validation.loss : epoch_result.loss; }
 };
 
-/// A fit() callback: override what you need. on_begin, on_epoch and
-/// on_end may throw gradsum::Error (fit() makes every rank throw it);
-/// on_step, called after every update, must not throw.
+/// A fit() callback: override what you need. on_begin, on_epoch, on_end
+/// and on_checkpoint may throw gradsum::Error (fit() makes every rank
+/// throw it); on_step, called after every update, must not throw.
 class Callback {
  public:
   virtual ~Callback() = default;
@@ -65,7 +73,35 @@ class Callback {
   virtual void on_epoch(FitState&) {}
   /// When training ends, for whatever reason.
   virtual void on_end(FitState&) {}
+  /// After every callback's on_epoch, and after every callback's on_end
+  /// (state.finished is then set): the state of every callback is final
+  /// for this epoch, so this is where checkpoints are written.
+  virtual void on_checkpoint(FitState&) {}
+
+  /// Appends what this callback needs to continue exactly after a resume
+  /// (stored in a checkpoint's loop state); the default has nothing.
+  virtual void save_state(std::vector<double>&) const {}
+  /// Reads back, from in[at …], what save_state wrote, advancing `at`.
+  /// Throws gradsum::Error when the values were not written by this kind
+  /// of callback.
+  virtual void restore_state(const std::vector<double>&, std::size_t&) {}
 };
+
+namespace detail {
+
+/// Checks that a loop state holds, at `at`, a record of `tag` (written by
+/// `owner`) with at least `values` more values, and steps over the tag.
+inline void expect_loop_record(const std::vector<double>& in, std::size_t& at, double tag,
+                               std::size_t values, const char* owner) {
+  if (at >= in.size() || in[at] != tag || in.size() - at - 1 < values)
+    fail("gradsum::fit: the checkpoint's loop state does not match this run's stopping rules and "
+         "callbacks (no ", owner, " state at value ", at, " of ", in.size(),
+         "): resume with the callbacks the checkpoint was written with (e.g. the same "
+         "early-stopping setting)");
+  ++at;
+}
+
+}  // namespace detail
 
 /// Callbacks chosen at run time (a program's flags), called in the order
 /// they were added. The list does not own them.
@@ -84,6 +120,15 @@ class CallbackList : public Callback {
   }
   void on_end(FitState& s) override {
     for (auto* c : list_) c->on_end(s);
+  }
+  void on_checkpoint(FitState& s) override {
+    for (auto* c : list_) c->on_checkpoint(s);
+  }
+  void save_state(std::vector<double>& out) const override {
+    for (auto* c : list_) c->save_state(out);
+  }
+  void restore_state(const std::vector<double>& in, std::size_t& at) override {
+    for (auto* c : list_) c->restore_state(in, at);
   }
 
  private:
@@ -242,7 +287,19 @@ class EarlyStopping : public Callback {
   double best() const { return best_; }
   std::int64_t best_epoch() const { return best_epoch_; }
 
+  void save_state(std::vector<double>& out) const override {
+    out.insert(out.end(), {tag, best_, double(best_epoch_), double(waited_)});
+  }
+  void restore_state(const std::vector<double>& in, std::size_t& at) override {
+    detail::expect_loop_record(in, at, tag, 3, "early-stopping");
+    best_ = in[at];
+    best_epoch_ = std::int64_t(in[at + 1]);
+    waited_ = std::int64_t(in[at + 2]);
+    at += 3;
+  }
+
  private:
+  static constexpr double tag = 2;  // a loop-state record's kind (Stopper: 1)
   std::int64_t patience_;
   double min_delta_;
   double best_ = std::numeric_limits<double>::infinity();
@@ -272,6 +329,34 @@ class BestParameters : public Callback {
   bool has_best() const { return best_epoch_ > 0; }
   double best_loss() const { return best_loss_; }
   std::int64_t best_epoch() const { return best_epoch_; }
+
+  /// The best loss, its epoch, and the best parameters (as doubles, exact
+  /// for float and double parameters) once there are some.
+  void save_state(std::vector<double>& out) const override {
+    out.insert(out.end(), {tag, best_loss_, double(best_epoch_)});
+    if (!has_best()) return;
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), best_);
+    for (std::size_t i = 0; i < host.extent(0); ++i) out.push_back(double(host(i)));
+  }
+  void restore_state(const std::vector<double>& in, std::size_t& at) override {
+    detail::expect_loop_record(in, at, tag, 2, "best-parameters");
+    const double loss = in[at];
+    const auto epoch = std::int64_t(in[at + 1]);
+    at += 2;
+    if (epoch > 0) {
+      const std::size_t n = best_.extent(0);
+      if (in.size() - at < n)
+        detail::fail("gradsum::fit: the checkpoint's best-parameters state holds ", in.size() - at,
+                     " values, this model has ", n, " parameters");
+      auto host = Kokkos::create_mirror_view(Kokkos::HostSpace(), best_);
+      for (std::size_t i = 0; i < n; ++i)
+        host(i) = typename Theta::non_const_value_type(in[at + i]);
+      Kokkos::deep_copy(best_, host);
+      at += n;
+    }
+    best_loss_ = loss;
+    best_epoch_ = epoch;
+  }
   /// Copies the best parameters into `theta`. Blocking.
   template <class Target>
   void restore(const Target& theta) const {
@@ -281,6 +366,7 @@ class BestParameters : public Callback {
   }
 
  private:
+  static constexpr double tag = 3;  // a loop-state record's kind
   Theta theta_;
   Kokkos::View<typename Theta::non_const_value_type*, typename Theta::memory_space> best_;
   double best_loss_ = std::numeric_limits<double>::infinity();
@@ -288,8 +374,10 @@ class BestParameters : public Callback {
 };
 
 /// Saves a checkpoint (see save_checkpoint) every `every` epochs (0:
-/// never) and when training ends, with the feature scaling `scaler`.
-/// Collective like save_checkpoint.
+/// never) and when training ends, with the feature scaling `scaler` and
+/// the loop's state (FitState::loop_state: stopping rules, early stopping,
+/// best parameters), so that a run resumed from it continues the
+/// uninterrupted run exactly. Collective like save_checkpoint.
 template <class StepType, class Theta>
 class Checkpointer : public Callback {
  public:
@@ -299,18 +387,18 @@ class Checkpointer : public Callback {
         scaler_(std::move(scaler)) {
     if (every < 0) detail::fail("gradsum::Checkpointer: every must be >= 0 epochs, got ", every);
   }
-  void on_epoch(FitState& s) override {
-    if (every_ > 0 && s.position.epoch % every_ == 0) save(s);
-  }
-  void on_end(FitState& s) override {
-    if (s.position.step != saved_step_ || s.position.epoch != saved_epoch_) save(s);
+  void on_checkpoint(FitState& s) override {
+    const bool due = s.finished ? s.position.step != saved_step_ || s.position.epoch != saved_epoch_
+                                : every_ > 0 && s.position.epoch % every_ == 0;
+    if (due) save(s);
   }
   /// Checkpoints written so far.
   std::int64_t saves() const { return saves_; }
 
  private:
   void save(const FitState& s) {
-    save_checkpoint(path_, step_, theta_, s.position, scaler_);
+    save_checkpoint(path_, step_, theta_, s.position, scaler_,
+                    s.loop_state ? s.loop_state() : std::vector<double>{});
     saved_step_ = s.position.step;
     saved_epoch_ = s.position.epoch;
     ++saves_;

@@ -57,6 +57,11 @@ struct FitOptions {
   /// Where to continue from (load_checkpoint's result); its seed is ignored
   /// in favour of `seed`, which must be the one the checkpoint was written with.
   TrainingPosition start;
+  /// The loop state to continue from (a checkpoint's CheckpointData::loop,
+  /// written by a Checkpointer): the stopping rules' state, then each
+  /// callback's, in the order of the callbacks; it must come from a run
+  /// with the same callbacks. Empty: a fresh loop.
+  std::vector<double> loop;
 
   void validate() const {
     if (epochs < 0) detail::fail("gradsum::fit: epochs must be >= 0, got ", epochs);
@@ -107,19 +112,27 @@ double learning_rate(const O& o) {
   else return std::nan("");
 }
 
-/// Runs a callback phase on every callback; an error on any rank becomes
-/// the same gradsum::Error on every rank.
-template <class Aggregation, class Phase>
-void run_phase(Aggregation& aggregation, Callback* const* callbacks, std::size_t n,
-               FitState& state, Phase phase) {
+/// Runs `work`; a gradsum::Error it throws on any rank becomes the same
+/// gradsum::Error on every rank. Collective.
+template <class Aggregation, class Work>
+void on_every_rank(Aggregation& aggregation, Work work) {
   std::string error;
   try {
-    for (std::size_t i = 0; i < n; ++i) phase(*callbacks[i], state);
+    work();
   } catch (const Error& e) {
     error = e.what();
   }
   error = aggregation.first_error(error);
   if (!error.empty()) throw Error(error);
+}
+
+/// Runs a callback phase on every callback, failing on every rank alike.
+template <class Aggregation, class Phase>
+void run_phase(Aggregation& aggregation, Callback* const* callbacks, std::size_t n,
+               FitState& state, Phase phase) {
+  on_every_rank(aggregation, [&] {
+    for (std::size_t i = 0; i < n; ++i) phase(*callbacks[i], state);
+  });
 }
 
 }  // namespace detail
@@ -144,16 +157,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
   using Memory = typename StepType::memory_space;
   using Rows = RowList<Memory>;
   auto& aggregation = step.aggregation();
-  {
-    std::string error;
-    try {
-      options.validate();
-    } catch (const Error& e) {
-      error = e.what();
-    }
-    error = aggregation.first_error(error);
-    if (!error.empty()) throw Error(error);
-  }
+  detail::on_every_rank(aggregation, [&] { options.validate(); });
   Callback* list[sizeof...(Callbacks) + 1] = {static_cast<Callback*>(&callbacks)..., nullptr};
   const std::size_t n_callbacks = sizeof...(Callbacks);
   const int rank = aggregation.rank(), ranks = aggregation.size();
@@ -201,12 +205,46 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   };
 
+  // The loop state: whether training has ended early - by a callback or a
+  // rule other than max_steps, which a resumed run checks by itself - (a
+  // record of kind 0), the stopping rules' state, then every callback's.
+  bool stopped = false, ended_early = false;
+  state.loop_state = [&ended_early, &stopper, &list, n_callbacks] {
+    std::vector<double> out{0.0, ended_early ? 1.0 : 0.0};
+    stopper.save_state(out);
+    for (std::size_t i = 0; i < n_callbacks; ++i) list[i]->save_state(out);
+    return out;
+  };
+  if (!options.loop.empty()) {
+    detail::on_every_rank(aggregation, [&] {
+      const auto& loop = options.loop;
+      if (loop.size() < 2 || loop[0] != 0.0)
+        detail::fail("gradsum::fit: the checkpoint's loop state (", loop.size(),
+                     " values) was not written by fit()");
+      stopped = ended_early = loop[1] != 0;
+      std::size_t at = 2;
+      stopper.restore_state(options.loop, at);
+      for (std::size_t i = 0; i < n_callbacks; ++i) list[i]->restore_state(options.loop, at);
+      if (at != options.loop.size())
+        detail::fail("gradsum::fit: the checkpoint's loop state holds ", options.loop.size(),
+                     " values, this run's stopping rules and callbacks read ", at,
+                     ": resume with the callbacks the checkpoint was written with (e.g. the "
+                     "same early-stopping setting)");
+    });
+  }
+  // A run that had already stopped early stays stopped: resuming it does
+  // no more updates, as the uninterrupted run did none.
+  if (stopped) state.stop_reason = "training had already stopped when the checkpoint was written";
   detail::run_phase(aggregation, list, n_callbacks, state,
                     [](Callback& c, FitState& s) { c.on_begin(s); });
-  bool stopped = false;
   for (std::int64_t epoch = state.position.epoch; epoch < options.epochs && !stopped; ++epoch) {
     sampler.shuffle(epoch);
     for (std::int64_t b = state.position.batch; b < batches && !stopped;) {
+      if (options.stopping.max_steps > 0 && state.position.step >= options.stopping.max_steps) {
+        out.reason = StopReason::max_steps;  // reached before this call (a resume)
+        stopped = true;
+        break;
+      }
       micro.parts.clear();
       const std::int64_t end = b + options.accumulate < batches ? b + options.accumulate : batches;
       for (; b < end; ++b) micro.parts.push_back(micro_batch(b));
@@ -218,6 +256,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
       for (Callback* const* c = list; *c; ++c) (*c)->on_step(state);
       out.reason = stopper.check(state.position.step, state.result);
       stopped = out.reason != StopReason::none || state.stop;
+      ended_early = state.stop || (stopped && out.reason != StopReason::max_steps);
     }
     if (state.position.batch == batches) {  // the epoch is complete
       state.position.epoch = epoch + 1;
@@ -232,12 +271,17 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
       state.elapsed_seconds = seconds();
       detail::run_phase(aggregation, list, n_callbacks, state,
                         [](Callback& c, FitState& s) { c.on_epoch(s); });
-      stopped = stopped || state.stop;
+      if (state.stop) stopped = ended_early = true;
+      detail::run_phase(aggregation, list, n_callbacks, state,
+                        [](Callback& c, FitState& s) { c.on_checkpoint(s); });
     }
   }
   state.elapsed_seconds = seconds();
+  state.finished = true;
   detail::run_phase(aggregation, list, n_callbacks, state,
                     [](Callback& c, FitState& s) { c.on_end(s); });
+  detail::run_phase(aggregation, list, n_callbacks, state,
+                    [](Callback& c, FitState& s) { c.on_checkpoint(s); });
   out.position = state.position;
   out.stopped_by = state.stop_reason;
   out.last = state.result;

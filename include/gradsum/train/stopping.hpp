@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gradsum {
 
@@ -68,7 +69,23 @@ class Stopper {
     return reason;
   }
 
+  /// Appends the state check() carries between calls (the previous
+  /// objective) to a loop state (see FitState::loop_state).
+  void save_state(std::vector<double>& out) const {
+    out.insert(out.end(), {tag, has_previous_ ? 1.0 : 0.0, previous_});
+  }
+  /// Reads back, from in[at …], what save_state wrote, advancing `at`.
+  void restore_state(const std::vector<double>& in, std::size_t& at) {
+    if (at >= in.size() || in[at] != tag || in.size() - at < 3)
+      detail::fail("gradsum::fit: the checkpoint's loop state does not begin with the stopping "
+                   "rules' state (value ", at, " of ", in.size(), ")");
+    has_previous_ = in[at + 1] != 0;
+    previous_ = in[at + 2];
+    at += 3;
+  }
+
  private:
+  static constexpr double tag = 1;  // a loop-state record's kind
   StoppingRules rules_;
   double previous_ = 0;
   bool has_previous_ = false;
