@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 namespace {
@@ -21,9 +20,10 @@ const char* usage =
     "to every row of a CSV file, after the feature scaling stored with it\n"
     "(--standardize). The file holds the model's features, optionally followed\n"
     "by the target (in its last column); an optional header row is skipped.\n"
-    "Prints one line per row: the value (linear regression), or the class and\n"
-    "its probability (logistic and softmax regression). With targets, a last\n"
-    "line on standard error gives the mean squared error or the accuracy.\n";
+    "Prints one line per row: the value (linear regression, or an MLP trained\n"
+    "with the squared error), or the class and its probability (logistic and\n"
+    "softmax regression, and MLP classifiers). With targets, a last line on\n"
+    "standard error gives the mean squared error or the accuracy.\n";
 
 struct Options {
   std::string params, data;
@@ -69,13 +69,11 @@ bool split_targets(gradsum::Table& table, std::size_t d, const std::string& para
 }
 
 template <class Model>
-void predict(const gradsum::CheckpointData& c, const gradsum::Table& table, bool targets) {
-  const Model model = [&] {
-    if constexpr (std::is_same<Model, gradsum::Softmax>::value)
-      return Model(int(c.num_features), int(c.num_outputs));
-    else
-      return Model(int(c.num_features));
-  }();
+void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum::Table& table,
+             bool targets) {
+  if (model.num_parameters() != c.num_parameters)
+    gradsum::detail::fail("'", c.model, "' has ", model.num_parameters(),
+                          " parameters, the checkpoint holds ", c.num_parameters);
   const std::vector<double> theta = c.parameters();
   const bool regression = c.loss == "squared_error";
   std::vector<double> z(std::size_t(c.num_outputs));
@@ -129,13 +127,20 @@ int main(int argc, char** argv) {
     gradsum::Table table = gradsum::read_csv(o.data);
     const bool targets = split_targets(table, std::size_t(c.num_features), o.params);
     if (!c.scaler.mean.empty()) c.scaler.transform(table);
-    if (c.model == "linear" && (c.loss == "squared_error" || c.loss == "binary_cross_entropy"))
-      predict<gradsum::Linear>(c, table, targets);
+    const int d = int(c.num_features), k = int(c.num_outputs);
+    const bool one_output = c.loss == "squared_error" || c.loss == "binary_cross_entropy";
+    const std::string mlp = "mlp:";
+    if (c.model == "linear" && one_output)
+      predict(gradsum::Linear(d), c, table, targets);
     else if (c.model == "softmax" && c.loss == "softmax_cross_entropy")
-      predict<gradsum::Softmax>(c, table, targets);
+      predict(gradsum::Softmax(d, k), c, table, targets);
+    else if (c.model.compare(0, mlp.size(), mlp) == 0 &&
+             (one_output || c.loss == "softmax_cross_entropy"))
+      predict(gradsum::MLP::from_description(c.model.substr(mlp.size())), c, table, targets);
     else
       gradsum::detail::fail("'", o.params, "' holds model ", c.model, " with loss ", c.loss,
-                            "; gradsum-predict applies linear, logistic and softmax regression");
+                            "; gradsum-predict applies linear, logistic and softmax regression "
+                            "and MLPs");
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gradsum-predict: error: %s\n", e.what());

@@ -6,7 +6,10 @@
 #include "digits.hpp"
 #include "test_helpers.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 #include <sstream>
 
@@ -82,6 +85,61 @@ TEST_CASE("MLP: layout, limits and errors") {
         std::string::npos);
   CHECK(message([] { Initializer::parse("xavier"); }).find("unknown initializer 'xavier'") !=
         std::string::npos);
+}
+
+TEST_CASE("MLP: a description rebuilds the network it describes, and bad ones are named") {
+  const MLP net(13, {32, 16}, 3, std::vector<Activation>{Activation::tanh, Activation::relu});
+  const MLP back = MLP::from_description("13-32(tanh)-16(relu)-3");
+  CHECK(back.describe() == net.describe());
+  CHECK(back.architecture() == net.architecture());
+  CHECK(back.num_parameters() == (13 * 32 + 32) + (32 * 16 + 16) + (16 * 3 + 3));
+  CHECK(MLP::from_description("4-1").num_parameters() == 5);  // no hidden layer
+
+  auto message = [](const char* text) {
+    try {
+      MLP::from_description(text);
+    } catch (const gradsum::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::pair<const char*, const char*> bad[] = {
+      {"", "'' at character 1: a width is missing"},
+      {"13", "at character 3: a network needs an input and an output width"},
+      {"13-32-3", "'13-32-3' at character 6: a hidden layer has no activation"},
+      {"13-32(tanh)-3(relu)", "at character 20: the output layer takes no activation"},
+      {"13(relu)-3", "at character 3: the input width takes no activation"},
+      {"13-32(tanh-3", "at character 6: an activation is not closed by ')'"},
+      {"13-32(swish)-3", "unknown activation 'swish'"},
+      {"13-0", "at character 4: a width is out of range"},
+      {"13-99999999999-3", "at character 4: a width is out of range"},
+      {"13-32(tanh)+3", "at character 12: unexpected character"},
+      {"13-", "at character 4: a width is missing"},
+      {"13-300(relu)-3", "layer 1 has width 300"},
+  };
+  for (const auto& [text, expected] : bad) {
+    CAPTURE(text);
+    CHECK(message(text).find(expected) != std::string::npos);
+  }
+}
+
+TEST_CASE("a checkpoint of one network does not load into another of as many parameters") {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  // 2-3(tanh)-1 and 2-3(relu)-1: 13 parameters each.
+  auto make = [](Activation a) {
+    return gradsum::make_step<double>(Space(), MLP(2, {3}, 1, a), SquaredError{},
+                                      gradsum::SGD{0.1});
+  };
+  auto tanh_step = make(Activation::tanh);
+  auto relu_step = make(Activation::relu);
+  auto theta = tanh_step.make_parameters();
+  const std::string path = "gradsum_test_mlp_" + std::to_string(::getpid()) + ".ckpt";
+  gradsum::save_checkpoint(path, tanh_step, theta, gradsum::TrainingPosition{});
+  CHECK(gradsum::read_checkpoint(path).model == "mlp:2-3(tanh)-1");
+  CHECK_THROWS_WITH(gradsum::load_checkpoint(path, relu_step, theta),
+                    doctest::Contains("was written for model mlp:2-3(tanh)-1 but this step has "
+                                      "mlp:2-3(relu)-1"));
+  std::remove(path.c_str());
 }
 
 TEST_CASE("initializers: documented distributions, seeded, biases zero") {

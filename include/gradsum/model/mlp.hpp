@@ -233,6 +233,46 @@ class MLP {
     return s;
   }
 
+  /// The network that describe() describes ("13-32(tanh)-16(relu)-3":
+  /// inputs, each hidden width with its activation, outputs). Throws
+  /// gradsum::Error naming the text and what is wrong in it.
+  static MLP from_description(const std::string& text) {
+    auto bad = [&text](const char* what, std::size_t where) {
+      detail::fail("gradsum::MLP::from_description: '", text, "' at character ", where + 1, ": ",
+                   what, " (expected widths joined by '-', each hidden one followed by its "
+                   "activation in parentheses, e.g. 13-32(tanh)-3)");
+    };
+    std::vector<int> widths;
+    std::vector<Activation> activations;
+    for (std::size_t at = 0;; ++at) {  // one layer width per pass, then '-' or the end
+      const std::size_t start = at;
+      long long width = 0;
+      while (at < text.size() && text[at] >= '0' && text[at] <= '9' && width <= 1000000000)
+        width = width * 10 + (text[at++] - '0');
+      if (at == start) bad("a width is missing", at);
+      if (width < 1 || width > 1000000000) bad("a width is out of range", start);
+      const bool hidden = !widths.empty();  // unless it turns out to be the last
+      widths.push_back(int(width));
+      const bool has_activation = at < text.size() && text[at] == '(';
+      if (has_activation) {
+        const std::size_t close = text.find(')', at);
+        if (close == std::string::npos) bad("an activation is not closed by ')'", at);
+        if (!hidden) bad("the input width takes no activation", at);
+        activations.push_back(parse_activation(text.substr(at + 1, close - at - 1)));
+        at = close + 1;
+      }
+      if (at == text.size()) {
+        if (widths.size() < 2) bad("a network needs an input and an output width", at);
+        if (has_activation) bad("the output layer takes no activation", at);
+        break;
+      }
+      if (text[at] != '-') bad("unexpected character", at);
+      if (hidden && !has_activation) bad("a hidden layer has no activation", at);
+    }
+    return MLP(widths.front(), std::vector<int>(widths.begin() + 1, widths.end() - 1),
+               widths.back(), activations);
+  }
+
   /// Whether the Analytic gradient may take the batched path (see above).
   bool batched = false;
 

@@ -52,7 +52,9 @@ struct TrainingPosition {
 ///     vec optimizer host state  vec scaler mean  vec scaler scale  vec loop state
 ///     u32 CRC-32 (IEEE 802.3) of every byte before it
 ///
-/// where str is a u32 length and bytes, vec a u64 count and doubles.
+/// where str is a u32 length and bytes, vec a u64 count and doubles; the
+/// model is named as detail::model_description names it ("linear",
+/// "mlp:13-32(tanh)-3").
 struct CheckpointData {
   std::string scalar;          ///< "double" or "float"
   std::uint32_t scalar_size = 0;
@@ -222,6 +224,26 @@ inline void write_file_atomically(const std::string& path, const std::string& by
     (void)::fsync(dir);
     ::close(dir);
   }
+}
+
+template <class M, class = void>
+struct has_describe : std::false_type {};
+template <class M>
+struct has_describe<M, std::void_t<decltype(std::declval<const M&>().describe())>>
+    : std::true_type {};
+
+/// The model as a checkpoint names it: its name, then, for a model whose
+/// shape its sizes do not fix (an MLP: "mlp:13-32(tanh)-3"), its
+/// description after a colon, so that tools can rebuild it and a network
+/// of another shape is told apart.
+template <class Model>
+std::string model_description(const Model& model) {
+  std::string out = model.name();
+  if constexpr (has_describe<Model>::value) {
+    out += ':';
+    out += model.describe();
+  }
+  return out;
 }
 
 // What an optimizer keeps on the host besides its state vectors. A policy
@@ -430,7 +452,7 @@ CheckpointData make_checkpoint(StepType& step, const Theta& theta,
   CheckpointData c;
   c.scalar = detail::scalar_name<Scalar>();
   c.scalar_size = sizeof(Scalar);
-  c.model = step.model().name();
+  c.model = detail::model_description(step.model());
   c.loss = step.loss().name();
   c.optimizer = step.optimizer().name();
   c.gradient = step.gradient_policy().name();
@@ -489,7 +511,8 @@ std::string checkpoint_mismatch(const std::string& path, const CheckpointData& c
   };
   if (c.scalar != detail::scalar_name<Scalar>())
     return differ("scalar type", c.scalar, detail::scalar_name<Scalar>());
-  if (c.model != step.model().name()) return differ("model", c.model, step.model().name());
+  const std::string model = detail::model_description(step.model());
+  if (c.model != model) return differ("model", c.model, model);
   if (c.loss != step.loss().name()) return differ("loss", c.loss, step.loss().name());
   if (c.num_features != step.model().num_features())
     return differ("number of features", c.num_features, step.model().num_features());
