@@ -7,6 +7,7 @@
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
 #include <gradsum/core/requirements.hpp>
+#include <gradsum/data/partition.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/gradient/analytic.hpp>
 #include <gradsum/optimizer/sgd.hpp>
@@ -66,6 +67,29 @@ struct StepResult {
   /// True when the loss or gradient was not finite and the step was
   /// skipped (NonFinite::skip): the parameters were not updated.
   bool skipped = false;
+
+  /// Worker statistics, measured after Step::measure_workers(parts): the
+  /// workers (parts of every rank's rows) that held samples; the rest are
+  /// NaN without measurement or with fewer than two such workers.
+  std::int64_t workers = 0;
+  /// Standard deviation over the workers of each worker's mean loss (the
+  /// objective without its L2 term): how much mini-batch losses scatter.
+  double worker_loss_spread = std::nan("");
+  /// Unbiased estimate of tr(Sigma), the summed variance of one sample's
+  /// loss gradient, from E ||g_b||^2 = ||G||^2 + tr(Sigma) / b at the
+  /// workers' batch sizes b_w and the whole batch's B (McCandlish et al.,
+  /// "An Empirical Model of Large-Batch Training", 2018):
+  ///
+  ///     tr(Sigma) = (sum_w ||S_w||^2 / b_w - ||S||^2 / B) / (W - 1),
+  ///
+  /// with S_w a worker's summed loss gradient and S = sum_w S_w.
+  double noise_trace = std::nan("");
+  /// Unbiased estimate of ||G||^2, the squared norm of the true gradient
+  /// of the mean objective (L2 term included): ||S / B + l2 w||^2 -
+  /// tr(Sigma) / B. May come out negative when the gradient is small
+  /// against the noise. Their ratio, smoothed over steps, is the gradient
+  /// noise scale (diagnostics::NoiseScale).
+  double gradient_norm2_estimate = std::nan("");
 };
 
 namespace detail {
@@ -488,8 +512,10 @@ class Step {
                 "Scalar, class MemorySpace> void allocate(std::size_t n)`");
 
   // The aggregated buffer: P gradient sums, then the loss sum, the sample
-  // count and the number of failed workers, so one message carries all.
-  static constexpr int slots = 4;  // loss, count, failures, non-finite workers
+  // count, the number of failed and of non-finite workers, and the worker
+  // statistics (sum of ||S_w||^2 / b_w, workers, sum of mean losses and of
+  // their squares), so one message carries all.
+  static constexpr int slots = 8;
   // Whether the reduction keeps integer bins that the step aggregates.
   static constexpr bool binned = detail::is_binned_reduction<Reduction>::value;
   using bins_view = Kokkos::View<std::int64_t*, typename ExecutionSpace::memory_space>;
@@ -540,10 +566,10 @@ class Step {
                             gradient_.workspace_size(P));
     host_tail_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::tail");
     host_norms_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::norms");
-    host_read_ = Kokkos::View<Scalar[4], Kokkos::HostSpace>("gradsum::step::read");
+    host_read_ = Kokkos::View<Scalar[slots], Kokkos::HostSpace>("gradsum::step::read");
     host_vector_ = Kokkos::View<Scalar*, Kokkos::HostSpace>("gradsum::step::host_vector",
                                                             std::size_t(P));
-    host_write_ = Kokkos::View<Scalar[3], Kokkos::HostSpace>("gradsum::step::write");
+    host_write_ = Kokkos::View<Scalar[slots - 1], Kokkos::HostSpace>("gradsum::step::write");
     state_ = state_view("gradsum::step::optimizer_state",
                         std::size_t(optimizer_.state_size(P)), std::size_t(P));
     aggregation_.template allocate<Scalar, memory_space>(std::size_t(P) + slots);
@@ -637,6 +663,7 @@ class Step {
       {
         detail::ScopedRegion region("gradsum::step::gradient");
         auto tail = Kokkos::subview(sums_, Kokkos::make_pair(P + 1, P + slots));
+        for (double& v : worker_totals_) v = 0;
         if (local_error.empty()) {
           local_sums(theta, data, rows);
           local_nonfinite = detail::any_nonfinite(space_, sums_, P + 1);
@@ -648,13 +675,14 @@ class Step {
           host_write_(1) = Scalar(1);
         }
         host_write_(2) = Scalar(local_nonfinite ? 1 : 0);
+        for (int k = 0; k < 4; ++k) host_write_(3 + k) = Scalar(worker_totals_[k]);
         Kokkos::deep_copy(space_, tail, host_write_);
       }
       detail::ScopedRegion region("gradsum::step::aggregate");
       detail::aggregate_leading(aggregation_, space_, sums_, P);
     }
     detail::ScopedRegion region("gradsum::step::finalize");
-    Kokkos::deep_copy(space_, host_read_, Kokkos::subview(sums_, Kokkos::make_pair(P, P + 4)));
+    Kokkos::deep_copy(space_, host_read_, Kokkos::subview(sums_, Kokkos::make_pair(P, P + slots)));
     space_.fence();
     if (host_read_(2) > Scalar(0)) throw Error(aggregation_.first_error(local_error));
     const double loss_sum = double(host_read_(0));
@@ -698,6 +726,7 @@ class Step {
     result.loss = loss_sum * scale + objective_.l2 / 2 * double(norms(1));
     result.gradient_norm = std::sqrt(double(norms(0)));
     result.count = count;
+    if (worker_parts_ > 0 && !bins) worker_statistics(theta, result);
     if (!std::isfinite(result.loss) || !std::isfinite(result.gradient_norm)) {
       // Finite on every worker but not in total: the sum overflowed. Every
       // rank holds the same values, so every rank decides the same way.
@@ -827,6 +856,7 @@ class Step {
       Kokkos::deep_copy(space_, total, Scalar(0));
       for (const auto& part : rows.parts) {
         gradient_.sum(space_, model_, loss_, reduction_, theta, data, part, sums_, work_);
+        if (worker_parts_ > 0) add_worker(part.size());
         Kokkos::parallel_for(
             "gradsum::step::accumulate",
             Kokkos::RangePolicy<ExecutionSpace>(space_, 0, int(total.extent(0))),
@@ -834,10 +864,100 @@ class Step {
       }
       Kokkos::deep_copy(space_, Kokkos::subview(sums_, Kokkos::make_pair(0, int(total.extent(0)))),
                         total);
+    } else if (worker_parts_ > 1) {  // the rows in parts, each one worker
+      MicroBatches<Rows> parts;
+      for (int k = 0; k < worker_parts_; ++k) {
+        const RowRange range = partition(RowRange{rows.begin, rows.end}, worker_parts_, k);
+        parts.parts.push_back(rows);
+        parts.parts.back().begin = range.begin;
+        parts.parts.back().end = range.end;
+      }
+      local_sums(theta, data, parts);
     } else {
       gradient_.sum(space_, model_, loss_, reduction_, theta, data, rows, sums_, work_);
+      if (worker_parts_ > 0) add_worker(rows.size());
     }
   }
+
+  /// Part of evaluate() (public only because CUDA lambdas cannot live in
+  /// private members): adds the part of `b` samples whose sums sums() holds
+  /// to this rank's worker statistics.
+  void add_worker(std::int64_t b) {
+    if (b <= 0) return;  // a worker without samples says nothing about the noise
+    const int P = num_parameters();
+    auto sums = sums_;
+    double norm2 = 0;
+    Kokkos::parallel_reduce(
+        "gradsum::step::worker_norm", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, P),
+        KOKKOS_LAMBDA(int j, double& acc) { acc += double(sums(j)) * double(sums(j)); }, norm2);
+    Kokkos::deep_copy(space_, host_scalar_, Kokkos::subview(sums_, P));
+    space_.fence();
+    const double loss = double(host_scalar_()) / double(b);
+    worker_totals_[0] += norm2 / double(b);
+    worker_totals_[1] += 1;
+    worker_totals_[2] += loss;
+    worker_totals_[3] += loss * loss;
+  }
+
+  /// Part of evaluate() (public for CUDA lambdas): the worker statistics
+  /// of `result` from the aggregated buffer (see StepResult::noise_trace).
+  template <class Theta>
+  void worker_statistics(const Theta& theta, StepResult& result) {
+    const double W = double(host_read_(5)), B = double(result.count);
+    result.workers = std::int64_t(W);
+    if (W < 2) return;
+    const double mean = double(host_read_(6)) / W;
+    result.worker_loss_spread =
+        std::sqrt(std::fmax(0.0, (double(host_read_(7)) - W * mean * mean) / (W - 1)));
+    const int P = num_parameters();
+    auto sums = sums_;
+    const Model model = model_;
+    const double l2 = objective_.l2;
+    double sum2 = 0, mean2 = 0;  // ||S||^2 and ||S / B + l2 w||^2
+    Kokkos::parallel_reduce(
+        "gradsum::step::worker_statistics", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, P),
+        KOKKOS_LAMBDA(int j, double& acc) { acc += double(sums(j)) * double(sums(j)); }, sum2);
+    Kokkos::parallel_reduce(
+        "gradsum::step::worker_statistics", Kokkos::RangePolicy<ExecutionSpace>(space_, 0, P),
+        KOKKOS_LAMBDA(int j, double& acc) {
+          const double g = double(sums(j)) / B + (model.is_regularized(j) ? l2 * double(theta(j)) : 0.0);
+          acc += g * g;
+        },
+        mean2);
+    result.noise_trace = (double(host_read_(4)) - sum2 / B) / (W - 1);
+    result.gradient_norm2_estimate = mean2 - result.noise_trace / B;
+  }
+
+  /// Measures worker statistics from the next evaluation on (see
+  /// StepResult::workers and below): every rank sums its rows in
+  /// `parts_per_rank` contiguous parts, each part one worker (with
+  /// MicroBatches, every micro-batch is one worker instead). It costs one
+  /// norm over the P sums per worker and four more values in the message
+  /// the step sends anyway: never a second pass over the data, nor
+  /// another collective. With the same global batch and the same parts,
+  /// the estimates are the same whatever the number of ranks (up to
+  /// rounding): use parts_per_rank = W / ranks for W workers in all.
+  /// 0 stops measuring. Needs a reduction without integer bins (Sum,
+  /// Compensated). Call it on every rank with the same value.
+  void measure_workers(int parts_per_rank) {
+    if (parts_per_rank < 0 || parts_per_rank > (1 << 20))
+      detail::fail("gradsum::Step::measure_workers: parts_per_rank must be in [0, 2^20], got ",
+                   parts_per_rank);
+    if (parts_per_rank > 0 &&
+        (detail::combines_robustly(gradient_) || detail::combines_robustly(aggregation_)))
+      detail::fail("gradsum::Step::measure_workers: a robust combination of workers (median, "
+                   "trimmed mean, norm clipping) does not sum their gradients, so the noise "
+                   "estimates would not hold; measure with the plain sum of workers");
+    if (parts_per_rank > 0 && uses_bins())
+      detail::fail("gradsum::Step::measure_workers: the ", reduction_.name(), " reduction "
+                   "aggregates integer bins, not per-worker sums; measure with the sum or "
+                   "compensated reduction");
+    if (host_scalar_.data() == nullptr)
+      host_scalar_ = Kokkos::View<Scalar, Kokkos::HostSpace>("gradsum::step::worker_loss");
+    worker_parts_ = parts_per_rank;
+  }
+  /// Parts per rank measure_workers() set (0: not measuring).
+  int worker_parts() const { return worker_parts_; }
 
   /// The Hessian over a single micro-batch; with several (gradient
   /// accumulation) every rank throws the same gradsum::Error before any
@@ -1071,8 +1191,11 @@ class Step {
   parameters_view work_;
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_tail_;
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_norms_;
-  Kokkos::View<Scalar[4], Kokkos::HostSpace> host_read_;   // loss, count, failures, non-finite
-  Kokkos::View<Scalar[3], Kokkos::HostSpace> host_write_;  // count, failures, non-finite
+  Kokkos::View<Scalar[slots], Kokkos::HostSpace> host_read_;       // the buffer's tail
+  Kokkos::View<Scalar[slots - 1], Kokkos::HostSpace> host_write_;  // the tail after the loss
+  int worker_parts_ = 0;       // measure_workers(): parts per rank, 0 when not measuring
+  double worker_totals_[4] = {};  // this rank's worker statistics of this evaluation
+  Kokkos::View<Scalar, Kokkos::HostSpace> host_scalar_;
   std::int64_t skipped_ = 0;
   Kokkos::View<Scalar*, Kokkos::HostSpace> host_vector_;
   state_view state_;
