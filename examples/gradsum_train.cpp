@@ -147,6 +147,12 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
                                            o.workers};
   auto step = gradsum::make_step<double>(space, model, loss, optimizer, objective, gradient,
                                          gradsum::RuntimeReduction::parse(o.reduce), aggregation);
+  if (o.noise_parts > 0) {
+    if (ranks * o.noise_parts < 2)
+      gradsum::detail::fail("--noise-scale 1 on one rank measures a single worker; the noise "
+                            "scale compares at least two (use --noise-scale 2 or more)");
+    step.measure_workers(o.noise_parts);
+  }
   const auto my_rows = gradsum::partition(data.num_samples(), ranks, rank);
   auto theta = step.make_parameters();
   if constexpr (std::is_same<Model, gradsum::MLP>::value)
@@ -239,6 +245,20 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
         gradsum::diagnostics::describe(gradsum::diagnostics::classify(c, 1e-8 * std::max(scale, 1.0))),
         c.min_eigenvalue, c.max_eigenvalue,
         c.exact ? "exact" : gradsum::detail::concat("Lanczos, ", c.products, " products").c_str());
+  }
+  if (o.noise_parts > 0)
+    say("mini-batches: loss average %.6g (last batch %.6g, spread over %lld workers %.3g); "
+        "gradient noise scale B_noise=%.4g (tr(Sigma)=%.6g, |G|^2=%.6g, averaged over updates)\n",
+        fitted.loss_average, fitted.last.loss, static_cast<long long>(fitted.last.workers),
+        fitted.last.worker_loss_spread, fitted.noise_scale, fitted.noise_trace,
+        fitted.gradient_norm2);
+  if (o.noise_parts > 0 && fitted.noise_scale > 0 && std::isfinite(fitted.noise_scale)) {
+    const double batch = o.batch > 0 ? double(o.batch) : double(data.num_samples());
+    say("advice: batches up to about B_noise=%.4g samples cut the steps almost in proportion "
+        "(steps ~ 1 + B_noise / B); this run's batch of %.0f is %s it; size a cluster with "
+        "gradsum-train --plan ... --noise-scale %.4g\n",
+        fitted.noise_scale, batch, batch < fitted.noise_scale ? "below" : "past",
+        fitted.noise_scale);
   }
   if (step.skipped_steps() > 0)
     say("skipped %lld steps with a non-finite loss or gradient\n",

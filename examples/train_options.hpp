@@ -66,6 +66,7 @@ struct Options {
   std::string resume;             // checkpoint to continue from
   std::int64_t early_stop = 0;    // patience in epochs, 0 = off
   int accumulate = 1;             // mini-batches summed per update
+  int noise_parts = 0;            // --noise-scale: workers measured per rank, 0 = off
   double validation = 0;          // fraction of rows held out, 0 = none
   bool print_gradient = false;
   bool help = false;
@@ -141,6 +142,10 @@ inline const char* usage() {
          "                         objective) has not improved for P epochs, and keep\n"
          "                         the best parameters\n"
          "  --accumulate K         sum K mini-batches per update, one message (default 1)\n"
+         "  --noise-scale K        measure K workers per rank (K parts of every rank's\n"
+         "                         batch; with --accumulate, its micro-batches): the\n"
+         "                         spread of their losses and the gradient noise scale,\n"
+         "                         printed at the end and written by --log\n"
          "  --print-gradient       print the objective and its gradient at zero\n"
          "                         parameters, one value per line, and exit\n"
          "  --help                 this text\n"
@@ -388,6 +393,8 @@ inline Options parse(const std::vector<std::string>& args) {
         gradsum::detail::fail("--validation: expected a fraction in (0, 1), got ", o.validation);
     } else if (flag == "--accumulate") {
       o.accumulate = int(detail::parse_integer(flag, value(), 1, 1000000));
+    } else if (flag == "--noise-scale") {
+      o.noise_parts = int(detail::parse_integer(flag, value(), 1, 4096));
     } else if (flag == "--print-gradient") {
       o.print_gradient = true;
     } else if (flag.rfind("--kokkos-", 0) == 0) {

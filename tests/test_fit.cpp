@@ -252,12 +252,14 @@ TEST_CASE("the CSV log holds one row per update with the loss, gradient norm and
   const auto zero = reference.make_parameters();
   const auto at_zero = reference.evaluate(zero, data);
   char first[160];
-  std::snprintf(first, sizeof first, "1,0,%.17g,%.17g,0.10000000000000001\n", at_zero.loss,
-                at_zero.gradient_norm);
+  // The moving average of one loss is that loss; nothing measured the noise.
+  std::snprintf(first, sizeof first, "1,0,%.17g,%.17g,0.10000000000000001,%.17g,nan,nan\n",
+                at_zero.loss, at_zero.gradient_norm, at_zero.loss);
   const std::string text = read_text(path);
-  CHECK(text.rfind(std::string("step,epoch,loss,gradient_norm,learning_rate\n") + first, 0) == 0);
+  CHECK(text.rfind(std::string("step,epoch,loss,gradient_norm,learning_rate,loss_average,"
+                               "worker_loss_spread,noise_scale\n") + first, 0) == 0);
   CHECK(text.find("\n2,1,") != std::string::npos);
-  CHECK(text.find(",0.050000000000000003\n") != std::string::npos);  // lr 0.1 * 0.5
+  CHECK(text.find(",0.050000000000000003,") != std::string::npos);  // lr 0.1 * 0.5
   CHECK(std::count(text.begin(), text.end(), '\n') == 3);
   std::remove(path.c_str());
 }
@@ -394,12 +396,12 @@ TEST_CASE("early stopping and the best parameters resume where the uninterrupted
     auto second = make<Space>(gradsum::SGD{3.0});
     auto theta_second = second.make_parameters();
     CHECK_THROWS_WITH(resume(second, theta_second),
-                      doctest::Contains("this run's stopping rules and callbacks read 5: resume "
+                      doctest::Contains("this run's stopping rules and callbacks read 11: resume "
                                         "with the callbacks the checkpoint was written with"));
     gradsum::BestParameters<decltype(theta_second)> best(theta_second);
     gradsum::EarlyStopping early(2);
     CHECK_THROWS_WITH(resume(second, theta_second, best, early),
-                      doctest::Contains("no best-parameters state at value 5"));
+                      doctest::Contains("no best-parameters state at value 11"));
   }
   std::remove(path.c_str());
 }

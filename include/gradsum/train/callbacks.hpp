@@ -34,6 +34,13 @@ struct FitState {
   std::int64_t steps_per_epoch = 0; ///< updates per epoch
   std::int64_t first_step = 0;      ///< position.step when this fit() call began
   StepResult result;                ///< the last update's result (at the parameters before it)
+  /// Moving average of the mini-batch losses (FitOptions::average_decay),
+  /// which falls while single mini-batch losses jump around.
+  double loss_average = std::nan("");
+  /// The gradient noise scale averaged over the updates so far
+  /// (diagnostics::NoiseScale); NaN unless the step measures its workers
+  /// (Step::measure_workers).
+  double noise_scale = std::nan("");
   double learning_rate = std::nan("");  ///< the rate the last update used (NaN: none)
   StepResult epoch_result;          ///< the training objective after the last epoch
   bool has_validation = false;      ///< whether `validation` holds a value
@@ -204,8 +211,10 @@ class Progress : public Callback {
 };
 
 /// A CSV log written by rank 0: a header `step,epoch,loss,gradient_norm,
-/// learning_rate`, then one row per update (the loss and gradient norm at
-/// the parameters the update started from, 17 significant digits). The
+/// learning_rate,loss_average,worker_loss_spread,noise_scale`, then one row
+/// per update (the mini-batch loss and gradient norm at the parameters the
+/// update started from, and the FitState and StepResult values of the same
+/// names, "nan" where not measured; 17 significant digits). The
 /// file is created (truncated) by on_begin, or appended to when `append`
 /// is set (resuming). A failed write is reported at the end of the epoch.
 class CsvLog : public Callback {
@@ -225,14 +234,17 @@ class CsvLog : public Callback {
     if (existing) std::fclose(existing);
     file_ = std::fopen(path_.c_str(), append_ ? "a" : "w");
     if (!file_) detail::fail("gradsum::CsvLog: cannot open '", path_, "': ", std::strerror(errno));
-    if (header) std::fputs("step,epoch,loss,gradient_norm,learning_rate\n", file_);
+    if (header)
+      std::fputs("step,epoch,loss,gradient_norm,learning_rate,loss_average,worker_loss_spread,"
+                 "noise_scale\n", file_);
   }
   void on_step(FitState& s) override {
     if (!file_) return;
-    if (std::fprintf(file_, "%lld,%lld,%.17g,%.17g,%.17g\n",
+    if (std::fprintf(file_, "%lld,%lld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n",
                      static_cast<long long>(s.position.step),
                      static_cast<long long>(s.position.epoch), s.result.loss,
-                     s.result.gradient_norm, s.learning_rate) < 0)
+                     s.result.gradient_norm, s.learning_rate, s.loss_average,
+                     s.result.worker_loss_spread, s.noise_scale) < 0)
       failed_ = true;
   }
   void on_epoch(FitState&) override { flush(); }

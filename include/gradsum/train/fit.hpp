@@ -11,6 +11,7 @@
 #include <gradsum/data/partition.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/data/sampler.hpp>
+#include <gradsum/diagnostics/gradient_noise.hpp>
 #include <gradsum/train/callbacks.hpp>
 #include <gradsum/train/checkpoint.hpp>
 #include <gradsum/train/step.hpp>
@@ -62,8 +63,13 @@ struct FitOptions {
   /// callback's, in the order of the callbacks; it must come from a run
   /// with the same callbacks. Empty: a fresh loop.
   std::vector<double> loop;
+  /// Decay of the moving averages over updates (FitState::loss_average and
+  /// noise_scale), in [0, 1).
+  double average_decay = 0.9;
 
   void validate() const {
+    if (!(average_decay >= 0 && average_decay < 1))
+      detail::fail("gradsum::fit: average_decay must be in [0, 1), got ", average_decay);
     if (epochs < 0) detail::fail("gradsum::fit: epochs must be >= 0, got ", epochs);
     if (batch < 0) detail::fail("gradsum::fit: batch must be >= 0 (0 = full batch), got ", batch);
     if (accumulate < 1)
@@ -82,6 +88,11 @@ struct FitResult {
   std::string stopped_by;           ///< a callback's reason for ending it, if any
   StepResult last;                  ///< the last update's result
   StepResult epoch_result;          ///< the training objective after the last epoch
+  double loss_average = std::nan("");  ///< moving average of the mini-batch losses at the end
+  /// The averaged gradient noise scale and its two parts at the end
+  /// (diagnostics::NoiseScale; NaN unless the step measures its workers).
+  double noise_scale = std::nan(""), noise_trace = std::nan(""),
+         gradient_norm2 = std::nan("");
 };
 
 namespace detail {
@@ -205,12 +216,17 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   };
 
-  // The loop state: whether training has ended early - by a callback or a
-  // rule other than max_steps, which a resumed run checks by itself - (a
-  // record of kind 0), the stopping rules' state, then every callback's.
+  diagnostics::MovingAverage loss_average(options.average_decay);
+  diagnostics::NoiseScale noise(options.average_decay);
+  // The loop state: a record of kind 0 - whether training has ended early
+  // (by a callback or a rule other than max_steps, which a resumed run
+  // checks by itself), the moving averages - then the stopping rules'
+  // state, then every callback's.
   bool stopped = false, ended_early = false;
-  state.loop_state = [&ended_early, &stopper, &list, n_callbacks] {
+  state.loop_state = [&ended_early, &loss_average, &noise, &stopper, &list, n_callbacks] {
     std::vector<double> out{0.0, ended_early ? 1.0 : 0.0};
+    loss_average.save_state(out);
+    noise.save_state(out);
     stopper.save_state(out);
     for (std::size_t i = 0; i < n_callbacks; ++i) list[i]->save_state(out);
     return out;
@@ -223,6 +239,8 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
                      " values) was not written by fit()");
       stopped = ended_early = loop[1] != 0;
       std::size_t at = 2;
+      loss_average.restore_state(loop, at);
+      noise.restore_state(loop, at);
       stopper.restore_state(options.loop, at);
       for (std::size_t i = 0; i < n_callbacks; ++i) list[i]->restore_state(options.loop, at);
       if (at != options.loop.size())
@@ -250,6 +268,10 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
       for (; b < end; ++b) micro.parts.push_back(micro_batch(b));
       state.learning_rate = detail::learning_rate(step.optimizer());
       state.result = step(theta, data, micro);
+      if (!state.result.skipped) loss_average.add(state.result.loss);
+      noise.add(state.result);
+      state.loss_average = loss_average.value();
+      state.noise_scale = noise.value();
       ++state.position.step;
       state.position.batch = b;
       state.elapsed_seconds = seconds();
@@ -286,6 +308,10 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
   out.stopped_by = state.stop_reason;
   out.last = state.result;
   out.epoch_result = state.epoch_result;
+  out.loss_average = loss_average.value();
+  out.noise_scale = noise.value();
+  out.noise_trace = noise.trace();
+  out.gradient_norm2 = noise.gradient_norm2();
   return out;
 }
 
