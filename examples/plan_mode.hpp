@@ -9,8 +9,10 @@
 #include "train_options.hpp"
 
 #include <gradsum/plan/cost_model.hpp>
+#include <gradsum/plan/strategy.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -27,6 +29,12 @@ struct Case {
   gradsum::plan::Network network;
   gradsum::plan::Budget budget;
   std::string one_worker = "one worker";  // what one worker is, for the verdict
+  std::string sample = "samples";         // what a sample is, for the batch advice
+  // The memory check, when device_bytes > 0.
+  gradsum::plan::MemoryNeeds memory;
+  // The batch advice, when noise_scale > 0: workers x per_worker_batch.
+  double noise_scale = 0;
+  double per_worker_batch = 0;
 };
 
 constexpr double hour = 3600;
@@ -51,12 +59,22 @@ inline Case reviews() {
   c.budget.setup_seconds = 7 * day;  // one calendar week before the first run
   c.budget.runs = 1;
   c.one_worker = "one GPU";
+  c.sample = "reviews";
+  c.memory.parameters = 110e6;  // float32 weights and gradients, Adam's two moments
+  c.memory.activation_bytes = 32.0 * 256 * 768 * 12 * 34;  // batch x tokens x hidden x layers x 34 B
+  c.memory.device_bytes = 16e9;
+  c.noise_scale = 256;
+  c.per_worker_batch = 32;
   c.assumptions = {
       "model: 110 M parameters (BERT-base size), float32 gradients = 440 MB summed per step",
       "training: 3 epochs, batch 32 reviews, 2.5 h on one GPU (0.06 s per review), 5 ms per-step "
       "overhead",
       "network: 10 Gb/s Ethernet = 1.25 GB/s per machine, 50 us latency, ring allreduce",
-      "set-up: one calendar week (168 h) before the first distributed run; one training run"};
+      "set-up: one calendar week (168 h) before the first distributed run; one training run",
+      "memory: 16 GB per GPU; Adam (8 B per parameter); activations of 32 reviews of 256 tokens "
+      "= 2.57 GB",
+      "gradient noise scale: 256 reviews (a fine-tuning task; measure yours with gradsum-train "
+      "--noise-scale)"};
   return c;
 }
 
@@ -79,14 +97,27 @@ inline Case language_model() {
   c.budget.setup_seconds = 90 * day;  // three months of engineering
   c.budget.runs = 1;
   c.one_worker = "one device";
+  c.sample = "sequences";
+  c.memory.parameters = parameters;
+  c.memory.weight_bytes = 2;      // bfloat16
+  c.memory.gradient_bytes = 2;    // bfloat16
+  c.memory.optimizer_bytes = 12;  // float32 master weights and Adam's two moments
+  c.memory.activation_bytes = 1.0 * sequence * 12288 * 96 * 34;  // one sequence, 96 layers of 12288
+  c.memory.device_bytes = 80e9;
+  c.noise_scale = 1000;
+  c.per_worker_batch = 1;
   c.assumptions = {
       "model: 175 B parameters, bfloat16 gradients = 350 GB summed per step",
       "data: 300 B tokens (about 1.2 TB of text) in sequences of 2048, one epoch, batch 1536 "
       "sequences",
       "compute: 6 FLOPs per parameter and token at 150 TFLOP/s sustained = 14.3 s per sequence",
       "network: 400 Gb/s InfiniBand = 50 GB/s per device, 5 us latency, ring allreduce",
-      "set-up: three months (90 days); data parallelism only: the memory a model this size needs "
-      "(sharding, pipelines) and the communication it adds are not modelled"};
+      "set-up: three months (90 days); the time model counts data parallelism only: the "
+      "communication that splitting the model adds is not modelled",
+      "memory: 80 GB per device; bfloat16 weights and gradients, float32 master weights and "
+      "Adam moments (16 B per parameter); activations of one sequence = 82.1 GB",
+      "gradient noise scale: 1000 sequences (about 2 M tokens, of the order reported for large "
+      "language models)"};
   return c;
 }
 
@@ -109,7 +140,17 @@ inline std::string size(double bytes) {
   char text[64];
   if (bytes < 1e6) std::snprintf(text, sizeof text, "%.3g kB", bytes / 1e3);
   else if (bytes < 1e9) std::snprintf(text, sizeof text, "%.3g MB", bytes / 1e6);
-  else std::snprintf(text, sizeof text, "%.3g GB", bytes / 1e9);
+  else if (bytes < 1e12) std::snprintf(text, sizeof text, "%.3g GB", bytes / 1e9);
+  else std::snprintf(text, sizeof text, "%.3g TB", bytes / 1e12);
+  return text;
+}
+
+/// A count or ratio without an exponent below ten million: 1536, 9.5, 606.
+inline std::string number(double x) {
+  char text[64];
+  if (x >= 1e7 || x != x) std::snprintf(text, sizeof text, "%.3g", x);
+  else if (x >= 100 || x == std::floor(x)) std::snprintf(text, sizeof text, "%.0f", x);
+  else std::snprintf(text, sizeof text, "%.3g", x);
   return text;
 }
 
@@ -163,6 +204,51 @@ inline gradsum::plan::Plan explain(const Case& c, std::FILE* out = stdout) {
                       "costs more than the computation it splits.\n",
                  c.budget.max_workers);
   }
+  if (c.memory.device_bytes > 0) {
+    const auto m = gradsum::plan::check_memory(c.memory);
+    std::fprintf(out, "  memory per worker: weights %s + gradients %s + optimizer state %s + "
+                      "activations %s = %s, against %s per device: %s.\n",
+                 size(m.weights).c_str(), size(m.gradients).c_str(), size(m.optimizer).c_str(),
+                 size(m.activations).c_str(), size(m.total).c_str(), size(m.device).c_str(),
+                 m.total <= m.device ? "fits" : "does not fit");
+    std::fprintf(out, "  strategy: %s", gradsum::plan::describe(m.strategy));
+    switch (m.strategy) {
+      case gradsum::plan::Strategy::data_parallel:
+        std::fprintf(out, ": every worker holds the whole model.\n");
+        break;
+      case gradsum::plan::Strategy::optimizer_sharding:
+        std::fprintf(out, " over at least %.0f workers: weights, gradients and activations fit, "
+                          "the optimizer state of %s does not.\n",
+                     m.devices, size(m.optimizer).c_str());
+        break;
+      case gradsum::plan::Strategy::sequence_parallel:
+        std::fprintf(out, " over at least %.0f devices per sequence: the model state fits, the "
+                          "activations of %s do not.\n",
+                     m.devices, size(m.activations).c_str());
+        break;
+      case gradsum::plan::Strategy::model_parallel:
+        std::fprintf(out, " over at least %.0f devices per copy of the model (%s against %s "
+                          "each), then data parallelism across the copies.\n",
+                     m.devices, size(m.total).c_str(), size(m.device).c_str());
+        break;
+    }
+  }
+  if (c.noise_scale > 0) {
+    const double n = plan.distribute ? plan.best_workers : c.budget.max_workers;
+    const auto a = gradsum::plan::advise_batch(c.noise_scale, c.per_worker_batch, n);
+    std::fprintf(out,
+                 "  batch: %s workers x %s = %s %s per step against a noise scale of %s: "
+                 "%sx fewer steps than one worker (at most %sx with any number); useful up "
+                 "to about %s workers%s; scale the learning rate %sx (linear rule) with a "
+                 "warm-up over the first epochs.\n",
+                 number(a.workers).c_str(), number(a.per_worker_batch).c_str(),
+                 number(a.aggregate_batch).c_str(), c.sample.c_str(),
+                 number(a.noise_scale).c_str(), number(a.step_reduction).c_str(),
+                 number(a.max_step_reduction).c_str(), number(std::floor(a.useful_workers)).c_str(),
+                 a.past_noise_scale ? " (this batch is past the noise scale: extra workers "
+                                      "mostly cost samples)" : "",
+                 number(a.learning_rate_scale).c_str());
+  }
   if (plan.distribute) {
     std::fprintf(out,
                  "  verdict: distribute, on %d workers: %s including the set-up, against %s on "
@@ -209,7 +295,17 @@ inline const char* usage() {
          "  --latency X             seconds per message (default 50e-6)\n"
          "  --workers K             largest number of workers (default 16)\n"
          "  --setup-hours H         one-off set-up cost in hours (default 0)\n"
-         "  --runs R                training runs sharing the set-up (default 1)\n";
+         "  --runs R                training runs sharing the set-up (default 1)\n"
+         "  --memory-gb G           memory of one device: check that a worker holds the\n"
+         "                          weights, gradients, optimizer state and activations,\n"
+         "                          and name the parallelism the job needs\n"
+         "  --weight-bytes W        bytes per weight (default --bytes-per-value)\n"
+         "  --optimizer-bytes O     optimizer state per parameter (default 8: Adam)\n"
+         "  --activation-gb A       activations of one worker's batch (default 0)\n"
+         "  --long-sequences        the activations are those of long sequences\n"
+         "  --noise-scale B         gradient noise scale (gradsum-train --noise-scale\n"
+         "                          measures it): advise on the aggregate batch\n"
+         "  --per-worker-batch b    samples per worker for that advice (default --batch)\n";
 }
 
 /// `gradsum-train --plan …` (arguments after --plan). Returns the exit
@@ -224,7 +320,7 @@ inline int run(const std::vector<std::string>& args) {
     job.work.epochs = 1;
     job.network = {1.25e9, 50e-6};
     job.budget.max_workers = 16;
-    double parameters = -1, bytes_per_value = 4;
+    double parameters = -1, bytes_per_value = 4, weight_bytes = -1;
     bool custom = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
       const std::string& flag = args[i];
@@ -271,6 +367,27 @@ inline int run(const std::vector<std::string>& args) {
         job.budget.setup_seconds = number() * hour;
       } else if (flag == "--runs") {
         job.budget.runs = number();
+      } else if (flag == "--memory-gb") {
+        job.memory.device_bytes = number() * 1e9;
+        if (!(job.memory.device_bytes > 0))
+          gradsum::detail::fail("--memory-gb: must be positive, got ", args[i]);
+      } else if (flag == "--weight-bytes") {
+        weight_bytes = number();
+      } else if (flag == "--optimizer-bytes") {
+        job.memory.optimizer_bytes = number();
+      } else if (flag == "--activation-gb") {
+        job.memory.activation_bytes = number() * 1e9;
+      } else if (flag == "--long-sequences") {
+        custom = true;
+        job.memory.long_sequences = true;
+      } else if (flag == "--noise-scale") {
+        job.noise_scale = number();
+        if (!(job.noise_scale > 0))
+          gradsum::detail::fail("--noise-scale: must be positive, got ", args[i]);
+      } else if (flag == "--per-worker-batch") {
+        job.per_worker_batch = number();
+        if (!(job.per_worker_batch >= 1))
+          gradsum::detail::fail("--per-worker-batch: must be at least 1, got ", args[i]);
       } else {
         gradsum::detail::fail("--plan: unknown option '", flag, "' (see --plan --help)");
       }
@@ -280,6 +397,11 @@ inline int run(const std::vector<std::string>& args) {
         gradsum::detail::fail("--plan: give either a case name or job options, not both");
       if (parameters < 0) gradsum::detail::fail("--plan: --parameters P is required for a job");
       job.work.gradient_bytes = parameters * bytes_per_value;
+      job.memory.parameters = parameters;
+      job.memory.gradient_bytes = bytes_per_value;
+      job.memory.weight_bytes = weight_bytes > 0 ? weight_bytes : bytes_per_value;
+      if (job.per_worker_batch == 0) job.per_worker_batch = job.work.batch;
+      if (job.memory.device_bytes > 0) job.memory.validate();
       job.assumptions = {
           "network: " + size(job.network.bandwidth) + "/s per worker, " +
           duration(job.network.latency) + " latency, ring allreduce"};

@@ -6,6 +6,7 @@
 
 #include <gradsum/plan/calibrate.hpp>
 #include <gradsum/plan/cost_model.hpp>
+#include <gradsum/plan/strategy.hpp>
 
 #include <cmath>
 #include <limits>
@@ -241,3 +242,76 @@ TEST_CASE_TEMPLATE_DEFINE("plan: calibrate fits the step time of the real step",
 
 }
 TEST_CASE_TEMPLATE_APPLY(calibration, Spaces);
+
+TEST_CASE("plan: the aggregate batch against the noise scale (McCandlish et al.)") {
+  // B_noise 1000, 10 workers of 50: B = 500. Steps S(B) = S_min (1 + 1000 / B):
+  // one worker needs 21 S_min, ten need 3 S_min: 7x fewer; any number at
+  // most 21x; half of that gain at N = 1000 / 50 + 1 = 21.
+  const auto a = gradsum::plan::advise_batch(1000, 50, 10);
+  CHECK(a.aggregate_batch == 500);
+  CHECK(a.step_reduction == doctest::Approx(7.0).epsilon(1e-14));
+  CHECK(a.max_step_reduction == doctest::Approx(21.0).epsilon(1e-14));
+  CHECK(a.useful_workers == doctest::Approx(21.0).epsilon(1e-14));
+  CHECK(a.sample_cost == doctest::Approx(1.5).epsilon(1e-14));  // E = E_min (1 + 500 / 1000)
+  CHECK(a.learning_rate_scale == 10);
+  CHECK_FALSE(a.past_noise_scale);
+  const auto past = gradsum::plan::advise_batch(1000, 50, 100);  // B = 5000 > B_noise
+  CHECK(past.past_noise_scale);
+  CHECK(past.step_reduction == doctest::Approx(21.0 / 1.2).epsilon(1e-14));
+  CHECK_THROWS_WITH(gradsum::plan::advise_batch(0, 50, 10),
+                    "gradsum::plan::advise_batch: noise_scale must be positive and finite, got 0");
+}
+
+TEST_CASE("plan: the memory check names the strategy a job needs, with its numbers") {
+  using gradsum::plan::Strategy;
+  SUBCASE("(a) a 110 M-parameter classifier fits a 16 GB GPU: data parallelism") {
+    gradsum::plan::MemoryNeeds m;
+    m.parameters = 110e6;  // 4 + 4 + 8 bytes per parameter = 1.76 GB
+    m.activation_bytes = 2.57e9;
+    m.device_bytes = 16e9;
+    const auto c = gradsum::plan::check_memory(m);
+    CHECK(c.total == doctest::Approx(1.76e9 + 2.57e9));
+    CHECK(c.strategy == Strategy::data_parallel);
+    CHECK(c.devices == 1);
+  }
+  SUBCASE("(b) 175 B parameters at 16 bytes each against 80 GB: split the model") {
+    gradsum::plan::MemoryNeeds m;
+    m.parameters = 175e9;
+    m.weight_bytes = m.gradient_bytes = 2;
+    m.optimizer_bytes = 12;
+    m.activation_bytes = 82.1e9;
+    m.device_bytes = 80e9;
+    const auto c = gradsum::plan::check_memory(m);
+    CHECK(c.strategy == Strategy::model_parallel);
+    CHECK(c.devices == 37);  // ceil((2800 + 82.1) GB / 80 GB)
+    CHECK(std::string(gradsum::plan::describe(c.strategy)) ==
+          "model (tensor) or pipeline parallelism");
+  }
+  SUBCASE("1.3 B parameters with Adam on 24 GB: only the optimizer state overflows") {
+    gradsum::plan::MemoryNeeds m;
+    m.parameters = 1.3e9;
+    m.weight_bytes = m.gradient_bytes = 2;  // 5.2 GB
+    m.optimizer_bytes = 12;                 // 15.6 GB
+    m.activation_bytes = 6e9;               // 11.2 GB + 15.6 GB > 24 GB
+    m.device_bytes = 24e9;
+    const auto c = gradsum::plan::check_memory(m);
+    CHECK(c.strategy == Strategy::optimizer_sharding);
+    CHECK(c.devices == 2);  // ceil(15.6 / (24 - 11.2))
+  }
+  SUBCASE("a 1 B model on sequences of a million tokens: split the sequence") {
+    gradsum::plan::MemoryNeeds m;
+    m.parameters = 1e9;  // 16 GB of model state
+    m.activation_bytes = 200e9;
+    m.long_sequences = true;
+    m.device_bytes = 80e9;
+    const auto c = gradsum::plan::check_memory(m);
+    CHECK(c.strategy == Strategy::sequence_parallel);
+    CHECK(c.devices == 4);  // ceil(200 / (80 - 16))
+    m.long_sequences = false;  // the same bytes, not from long sequences: split the model
+    CHECK(gradsum::plan::check_memory(m).strategy == Strategy::model_parallel);
+  }
+  gradsum::plan::MemoryNeeds bad;
+  bad.parameters = 1e6;
+  CHECK_THROWS_WITH(gradsum::plan::check_memory(bad),
+                    "gradsum::plan::MemoryNeeds: device_bytes must be positive and finite, got 0");
+}

@@ -56,6 +56,7 @@
 
 #include <gradsum/plan/calibrate.hpp>
 #include <gradsum/plan/cost_model.hpp>
+#include <gradsum/plan/strategy.hpp>
 
 #include <gradsum/optimizer/adaptive.hpp>
 #include <gradsum/optimizer/clipped.hpp>
@@ -68,6 +69,7 @@
 
 #include <gradsum/diagnostics/critical_point.hpp>
 #include <gradsum/diagnostics/gradient_health.hpp>
+#include <gradsum/diagnostics/gradient_noise.hpp>
 
 #include <gradsum/train/callbacks.hpp>
 #include <gradsum/train/checkpoint.hpp>
