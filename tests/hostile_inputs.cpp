@@ -326,11 +326,25 @@ TEST_CASE_TEMPLATE_DEFINE("hostile inputs: every entry of the catalogue is rejec
       gradsum::CsvLog log(dir);
       gradsum::FitOptions o;
       gradsum::fit(logistic, theta, data, o, log);
-    }, {"gradsum::CsvLog: cannot open '" + dir + "'", "Is a directory"});
+    }, {"gradsum::CsvLog: cannot write the log '" + dir + "'", "Is a directory"});
     CHECK_MESSAGE(read_bytes(dir + "/logistic.ckpt") == saved,
                   "a failed save or log changed an existing checkpoint");
   }
-  c.expect(46, "a checkpoint that is a CSV file", [&] {
+  write_bytes(dir + "/run.log", "an earlier run's log\n");
+  c.expect(46, "a learning rate of 1e308 (training overflows) over an existing log", [&] {
+    const auto data = Data::from_host(4, 2, x, y);
+    auto step = gradsum::make_step<double>(space, Linear(2), SquaredError{}, gradsum::SGD{1e308});
+    auto theta = step.make_parameters();
+    gradsum::CsvLog log(dir + "/run.log");
+    gradsum::FitOptions o;
+    o.epochs = 3;
+    gradsum::fit(step, theta, data, o, log);
+  }, {"not finite"});
+  CHECK_MESSAGE(read_bytes(dir + "/run.log") == "an earlier run's log\n",
+                "a failed run changed the existing log");
+  CHECK_MESSAGE(read_bytes(dir + "/run.log.partial").rfind("step,epoch,loss", 0) == 0,
+                "the failed run's rows are not in run.log.partial");
+  c.expect(47, "a checkpoint that is a CSV file", [&] {
     gradsum::read_checkpoint(dir + "/three_rows.csv");
   }, {"three_rows.csv' is not a gradsum checkpoint"});
 
@@ -339,7 +353,7 @@ TEST_CASE_TEMPLATE_DEFINE("hostile inputs: every entry of the catalogue is rejec
               c.size(), gradsum::space_name<Space>().c_str(), c.last());
   CHECK(c.size() == std::size_t(c.last()));
   for (const char* name : {"three_rows.csv", "empty.svm", "wide.svm", "broken.csv.gz",
-                           "logistic.ckpt"})
+                           "logistic.ckpt", "run.log", "run.log.partial"})
     std::remove((dir + "/" + name).c_str());
   ::rmdir(dir.c_str());
 }
