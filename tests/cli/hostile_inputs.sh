@@ -182,6 +182,10 @@ EOF
     "rank 1 reading a file of another width" -- \
     "$mpiexec" "$np_flag" 1 ./rank.sh "$train" --data two.csv --progress off : \
     "$np_flag" 1 ./rank.sh "$train" --data "$iris" --progress off
+  every_rank "gradsum::Allreduce: the 2 ranks built different steps (learning rate ranges from 0.10000000000000001 to 0.20000000000000001)" \
+    "a learning rate of 0.1 on rank 0 and 0.2 on rank 1" -- \
+    "$mpiexec" "$np_flag" 1 ./rank.sh "$train" --data two.csv --lr 0.1 --progress off : \
+    "$np_flag" 1 ./rank.sh "$train" --data two.csv --lr 0.2 --progress off
 
   # More ranks (3) than samples (2): the empty rank contributes nothing and
   # the run ends where the one-rank run does.

@@ -131,8 +131,8 @@ class Allreduce {
       const std::int64_t hi = values[2 + i], lo = ~values[2 + n + i];
       if (hi != lo)
         differences += detail::concat(differences.empty() ? "" : "; ",
-                                      signature.fields[i].first, " ranges from ", lo,
-                                      " to ", hi);
+                                      signature.fields[i].first, " ranges from ",
+                                      signature.show(i, lo), " to ", signature.show(i, hi));
     }
     if (!differences.empty())
       detail::fail("gradsum::Allreduce: the ", size(),
