@@ -191,7 +191,8 @@ TEST_CASE_TEMPLATE_DEFINE("hostile inputs: every entry of the catalogue is rejec
   }, {"theta has 5 entries", "3 parameters"});
 
   // --- models and hyperparameters: negative or absurd --------------------------
-  c.expect(14, "Linear with 0 features", [&] { Linear(0); }, {"num_features", "at least 1", "0"});
+  c.expect(14, "Linear with 0 features", [&] { Linear(0); },
+           {"gradsum::Linear: num_features must be in [1, 2147483646]", "got 0"});
   c.expect(15, "Softmax with 1 class", [&] { gradsum::Softmax(3, 1); },
            {"num_classes must be at least 2, got 1"});
   c.expect(16, "MLP with a hidden layer of width 0", [&] { gradsum::MLP(2, {4, 0}, 1); },
@@ -347,6 +348,11 @@ TEST_CASE_TEMPLATE_DEFINE("hostile inputs: every entry of the catalogue is rejec
   c.expect(47, "a checkpoint that is a CSV file", [&] {
     gradsum::read_checkpoint(dir + "/three_rows.csv");
   }, {"three_rows.csv' is not a gradsum checkpoint"});
+
+  c.expect(48, "Linear with 2^31 - 1 features (the bias overflows an int count)",
+           [&] { Linear(2147483647); }, {"num_features must be in [1, 2147483646]", "2147483647"});
+  c.expect(49, "Softmax with 2^30 features and 2 classes", [&] { gradsum::Softmax(1 << 30, 2); },
+           {"2 classes x (1073741824 features + 1) = 2147483650 parameters do not fit an int"});
 
   std::printf("hostile_inputs: %zu catalogue entries checked on %s (numbered 1-%d; the "
               "command-line entries follow in tests/cli/hostile_inputs.sh)\n",

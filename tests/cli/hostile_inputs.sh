@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The hostile-inputs catalogue, command-line half (entries 1-47 are the
+# The hostile-inputs catalogue, command-line half (entries 1-49 are the
 # library's, in tests/hostile_inputs.cpp): gradsum-train and gradsum-predict
 # given bad flags, bad files and, under MPI, ranks that disagree. Every entry
 # must end with exit status 1 (bad data or run) or 2 (bad command line), never
@@ -14,7 +14,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/gradsum_hostile_cli.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 
-number=47 checked=0 failed=0
+number=49 checked=0 failed=0
 bad() { echo "FAILED #$number: $*"; failed=$((failed + 1)); }
 
 # expect STATUS MESSAGE DESCRIPTION -- COMMAND…: runs COMMAND (60 s at most)
@@ -141,6 +141,21 @@ expect 1 "two.csv: rows have 3 columns, but the model in 'softmax.ckpt' takes 4 
   "gradsum-predict on data of another width" -- "$predict" --params softmax.ckpt --data two.csv
 expect 1 "'truncated.ckpt' is 100 bytes long" "gradsum-predict with a truncated checkpoint" -- \
   "$predict" --params truncated.ckpt --data "$iris"
+# A well-formed checkpoint (length and checksum right) of a linear model of
+# 2 features that holds 1 parameter instead of 3: the sizes must be checked
+# before the parameters are read.
+python3 - forged.ckpt <<'EOF'
+import struct, sys, zlib
+def s(t): return struct.pack('<I', len(t)) + t.encode()
+body = s('double') + struct.pack('<I', 8)
+for name in ['linear', 'squared_error', 'sgd', 'analytic', 'sum', 'local']: body += s(name)
+body += struct.pack('<qqqq', 1, 2, 1, 1) + struct.pack('<qqqQ', 0, 0, 0, 0) + struct.pack('<q', 0)
+body += struct.pack('<d', 0.5) + struct.pack('<Q', 0) * 4
+data = b'GRADSUMC' + struct.pack('<IIQ', 1, 0x01020304, 24 + len(body) + 4) + body
+open(sys.argv[1], 'wb').write(data + struct.pack('<I', zlib.crc32(data) & 0xffffffff))
+EOF
+expect 1 "'forged.ckpt' declares 1 parameters and 1 outputs, but a linear model of 2 features has 3 and 1" \
+  "gradsum-predict with a checkpoint whose sizes disagree" -- "$predict" --params forged.ckpt --data two.csv
 
 # --- MPI: more ranks than samples, ranks that disagree --------------------------
 if [[ -n "$mpiexec" ]]; then
@@ -200,5 +215,5 @@ EOF
   fi
 fi
 
-echo "hostile_inputs.sh: $checked command-line catalogue entries (numbered 48-$number), $failed failed"
+echo "hostile_inputs.sh: $checked command-line catalogue entries (numbered 50-$number), $failed failed"
 ((failed == 0))
