@@ -7,6 +7,7 @@
 #include <gradsum/gradsum.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -68,6 +69,25 @@ bool split_targets(gradsum::Table& table, std::size_t d, const std::string& para
   return false;
 }
 
+// The sizes in a checkpoint come from a file: check them against the model
+// it names before indexing anything with them (a forged or damaged file
+// passes the checksum if it was written that way).
+void check_sizes(const gradsum::CheckpointData& c, const std::string& params) {
+  if (c.model != "linear" && c.model != "softmax") return;  // rejected below
+  if (c.num_features < 1 || c.num_features > 2147483646 || c.num_outputs < 1 ||
+      c.num_outputs > gradsum::max_outputs)
+    gradsum::detail::fail("'", params, "' declares ", c.num_features, " features and ",
+                          c.num_outputs, " outputs; expected 1 to 2147483646 features and 1 to ",
+                          gradsum::max_outputs, " outputs (the file is corrupted)");
+  const std::int64_t outputs = c.model == "linear" ? 1 : c.num_outputs;
+  const std::int64_t parameters = outputs * (c.num_features + 1);
+  if (c.num_outputs != outputs || c.num_parameters != parameters)
+    gradsum::detail::fail("'", params, "' declares ", c.num_parameters, " parameters and ",
+                          c.num_outputs, " outputs, but a ", c.model, " model of ",
+                          c.num_features, " features has ", parameters, " and ", outputs,
+                          " (the file is corrupted)");
+}
+
 template <class Model>
 void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum::Table& table,
              bool targets) {
@@ -124,6 +144,7 @@ int main(int argc, char** argv) {
   }
   try {
     const gradsum::CheckpointData c = gradsum::read_checkpoint(o.params);
+    check_sizes(c, o.params);
     gradsum::Table table = gradsum::read_csv(o.data);
     const bool targets = split_targets(table, std::size_t(c.num_features), o.params);
     if (!c.scaler.mean.empty()) c.scaler.transform(table);

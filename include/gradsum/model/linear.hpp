@@ -15,11 +15,12 @@ namespace gradsum {
 /// [w_0 … w_{d-1}, b]; the bias is not regularised.
 class Linear {
  public:
-  /// A model for `num_features` >= 1 input features.
+  /// A model for 1 <= `num_features` < 2^31 - 1 input features (the
+  /// parameter count, with the bias, must fit an int).
   explicit Linear(int num_features) : d_(num_features) {
-    if (num_features < 1)
-      detail::fail("gradsum::Linear: num_features must be at least 1, got ",
-                   num_features);
+    if (num_features < 1 || num_features > 2147483646)
+      detail::fail("gradsum::Linear: num_features must be in [1, 2147483646] (the ",
+                   "parameter count, with the bias, must fit an int), got ", num_features);
   }
 
   /// Per-sample output arrays need room for one value only.

@@ -22,6 +22,10 @@ class Softmax {
     if (num_classes < 2)
       detail::fail("gradsum::Softmax: num_classes must be at least 2, got ",
                    num_classes);
+    const long long parameters = (static_cast<long long>(num_features) + 1) * num_classes;
+    if (parameters > 2147483647)
+      detail::fail("gradsum::Softmax: ", num_classes, " classes x (", num_features,
+                   " features + 1) = ", parameters, " parameters do not fit an int");
   }
 
   /// Short name used in messages.

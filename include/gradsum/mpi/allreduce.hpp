@@ -19,6 +19,19 @@
 
 namespace gradsum {
 
+namespace detail {
+
+/// Whether `message` starts with "rank N: " (N decimal digits), the prefix
+/// Allreduce::first_error adds.
+inline bool has_rank_prefix(const std::string& message) {
+  if (message.rfind("rank ", 0) != 0) return false;
+  std::size_t i = 5;
+  while (i < message.size() && message[i] >= '0' && message[i] <= '9') ++i;
+  return i > 5 && message.compare(i, 2, ": ") == 0;
+}
+
+}  // namespace detail
+
 /// How Allreduce hands device memory to MPI.
 enum class DeviceBuffers {
   automatic,  ///< directly when the host can access it or MPI reports GPU support, else staged
@@ -118,8 +131,8 @@ class Allreduce {
       const std::int64_t hi = values[2 + i], lo = ~values[2 + n + i];
       if (hi != lo)
         differences += detail::concat(differences.empty() ? "" : "; ",
-                                      signature.fields[i].first, " ranges from ", lo,
-                                      " to ", hi);
+                                      signature.fields[i].first, " ranges from ",
+                                      signature.show(i, lo), " to ", signature.show(i, hi));
     }
     if (!differences.empty())
       detail::fail("gradsum::Allreduce: the ", size(),
@@ -129,8 +142,9 @@ class Allreduce {
   }
 
   /// The error message of the lowest-ranked process whose `local_error` is
-  /// not empty, prefixed with its rank; empty when no process failed.
-  /// Collective.
+  /// not empty, prefixed with its rank (unless it already starts with
+  /// "rank N: ", an error agreed on before and reported again by an
+  /// enclosing collective); empty when no process failed. Collective.
   std::string first_error(const std::string& local_error) {
     int failing = local_error.empty() ? size() : rank();
     mpi::check(MPI_Allreduce(MPI_IN_PLACE, &failing, 1, MPI_INT, MPI_MIN, comm_.get()),
@@ -142,6 +156,7 @@ class Allreduce {
     if (length > 0)
       mpi::check(MPI_Bcast(&message[0], int(length), MPI_CHAR, failing, comm_.get()),
                  "MPI_Bcast");
+    if (detail::has_rank_prefix(message)) return message;
     return detail::concat("rank ", failing, ": ", message);
   }
 

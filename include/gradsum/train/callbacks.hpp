@@ -11,6 +11,7 @@
 #include <gradsum/train/checkpoint.hpp>
 #include <gradsum/train/step.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -214,9 +215,11 @@ class Progress : public Callback {
 /// learning_rate,loss_average,worker_loss_spread,noise_scale`, then one row
 /// per update (the mini-batch loss and gradient norm at the parameters the
 /// update started from, and the FitState and StepResult values of the same
-/// names, "nan" where not measured; 17 significant digits). The
-/// file is created (truncated) by on_begin, or appended to when `append`
-/// is set (resuming). A failed write is reported at the end of the epoch.
+/// names, "nan" where not measured; 17 significant digits). The rows go to
+/// `path.partial` (a copy of the existing log when `append` is set, for
+/// resuming), which replaces `path` when training ends: a run that fails
+/// leaves an existing log intact and its own rows in `path.partial`. A
+/// failed write is reported at the end of the epoch.
 class CsvLog : public Callback {
  public:
   explicit CsvLog(std::string path, bool append = false)
@@ -229,11 +232,27 @@ class CsvLog : public Callback {
 
   void on_begin(FitState& s) override {
     if (s.rank != 0) return;
+    struct stat info;
+    if (::stat(path_.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+      detail::fail("gradsum::CsvLog: cannot write the log '", path_, "': ", std::strerror(EISDIR));
     std::FILE* existing = append_ ? std::fopen(path_.c_str(), "r") : nullptr;
     const bool header = existing == nullptr;
-    if (existing) std::fclose(existing);
-    file_ = std::fopen(path_.c_str(), append_ ? "a" : "w");
-    if (!file_) detail::fail("gradsum::CsvLog: cannot open '", path_, "': ", std::strerror(errno));
+    const std::string partial = path_ + ".partial";
+    file_ = std::fopen(partial.c_str(), "w");
+    if (!file_) {
+      const int e = errno;
+      if (existing) std::fclose(existing);
+      detail::fail("gradsum::CsvLog: cannot open '", partial, "' (the log '", path_,
+                   "' is replaced by it at the end): ", std::strerror(e));
+    }
+    if (existing) {
+      char buffer[4096];
+      std::size_t n;
+      while ((n = std::fread(buffer, 1, sizeof buffer, existing)) > 0)
+        if (std::fwrite(buffer, 1, n, file_) != n) failed_ = true;
+      if (std::ferror(existing)) failed_ = true;
+      std::fclose(existing);
+    }
     if (header)
       std::fputs("step,epoch,loss,gradient_norm,learning_rate,loss_average,worker_loss_spread,"
                  "noise_scale\n", file_);
@@ -249,16 +268,21 @@ class CsvLog : public Callback {
   }
   void on_epoch(FitState&) override { flush(); }
   void on_end(FitState&) override {
+    if (!file_) return;
     flush();
-    if (file_ && std::fclose(file_) != 0) failed_ = true;
+    if (std::fclose(file_) != 0) failed_ = true;
     file_ = nullptr;
-    if (failed_) detail::fail("gradsum::CsvLog: writing '", path_, "' failed");
+    if (failed_) detail::fail("gradsum::CsvLog: writing '", path_, ".partial' failed");
+    const std::string partial = path_ + ".partial";
+    if (std::rename(partial.c_str(), path_.c_str()) != 0)
+      detail::fail("gradsum::CsvLog: cannot rename '", partial, "' to '", path_, "': ",
+                   std::strerror(errno));
   }
 
  private:
   void flush() {
     if (file_ && std::fflush(file_) != 0) failed_ = true;
-    if (failed_) detail::fail("gradsum::CsvLog: writing '", path_, "' failed");
+    if (failed_) detail::fail("gradsum::CsvLog: writing '", path_, ".partial' failed");
   }
   std::string path_;
   bool append_;

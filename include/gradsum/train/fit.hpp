@@ -12,6 +12,7 @@
 #include <gradsum/data/rows.hpp>
 #include <gradsum/data/sampler.hpp>
 #include <gradsum/diagnostics/gradient_noise.hpp>
+#include <gradsum/optimizer/detail/learning_rate.hpp>
 #include <gradsum/train/callbacks.hpp>
 #include <gradsum/train/checkpoint.hpp>
 #include <gradsum/train/step.hpp>
@@ -97,31 +98,6 @@ struct FitResult {
 
 namespace detail {
 
-template <class O, class = void>
-struct has_current_lr : std::false_type {};
-template <class O>
-struct has_current_lr<O, std::void_t<decltype(std::declval<const O&>().current_lr())>>
-    : std::true_type {};
-template <class O, class = void>
-struct has_lr : std::false_type {};
-template <class O>
-struct has_lr<O, std::void_t<decltype(std::declval<const O&>().lr)>> : std::true_type {};
-
-template <class O, class = void>
-struct wraps_optimizer : std::false_type {};
-template <class O>
-struct wraps_optimizer<O, std::void_t<decltype(std::declval<const O&>().optimizer)>>
-    : std::true_type {};
-
-/// The learning rate the next update of `o` will use, NaN when it has none
-/// (a wrapper such as Clipped answers for the optimizer it wraps).
-template <class O>
-double learning_rate(const O& o) {
-  if constexpr (has_current_lr<O>::value) return double(o.current_lr());
-  else if constexpr (has_lr<O>::value) return double(o.lr);
-  else if constexpr (wraps_optimizer<O>::value) return learning_rate(o.optimizer);
-  else return std::nan("");
-}
 
 /// Runs `work`; a gradsum::Error it throws on any rank becomes the same
 /// gradsum::Error on every rank. Collective.

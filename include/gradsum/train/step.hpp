@@ -10,6 +10,7 @@
 #include <gradsum/data/partition.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/gradient/analytic.hpp>
+#include <gradsum/optimizer/detail/learning_rate.hpp>
 #include <gradsum/optimizer/sgd.hpp>
 #include <gradsum/reduction/reproducible.hpp>
 #include <gradsum/reduction/sum.hpp>
@@ -585,8 +586,8 @@ class Step {
     if (detail::optimizer_uses_hessian(optimizer_)) allocate_hessian();
   }
 
-  /// What every worker must agree on: sizes, scalar type, policy names and
-  /// the objective. Compared across workers by the step's constructor.
+  /// What every worker must agree on: sizes, scalar type, policy names,
+  /// the objective and the learning rate. Compared across workers by the step's constructor.
   Signature signature() const {
     Signature sig;
     sig.add("number of parameters", model_.num_parameters());
@@ -601,6 +602,9 @@ class Step {
     sig.add("objective mean", objective_.mean ? 1 : 0);
     sig.add_bits("objective l2", objective_.l2);
     sig.add("non-finite policy", objective_.on_nonfinite == NonFinite::skip ? 1 : 0);
+    // Ranks updating with different rates would drift apart silently.
+    const double lr = detail::learning_rate(optimizer_);
+    if (!std::isnan(lr)) sig.add_bits("learning rate", lr);
     return sig;
   }
 

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// @file
+/// The checkpoint file format on its own: what a checkpoint holds, its
+/// encoding, its checked decoding and the crash-safe file write. No Kokkos,
+/// so tools (and the fuzz targets in fuzz/) can read checkpoints without it;
+/// train/checkpoint.hpp adds saving and loading a step's state.
+
+#include <gradsum/core/error.hpp>
+#include <gradsum/data/scaling.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace gradsum {
+
+/// Where training stands, saved with the parameters: enough to continue
+/// the exact trajectory (the mini-batch order is a function of the seed and
+/// the epoch, see MiniBatchSampler).
+struct TrainingPosition {
+  std::int64_t step = 0;   ///< optimizer steps done so far
+  std::int64_t epoch = 0;  ///< epochs completed
+  std::int64_t batch = 0;  ///< batches done in epoch `epoch` (0 at an epoch boundary)
+  std::uint64_t seed = 0;  ///< seed of the mini-batch order
+};
+
+/// Everything a checkpoint file holds, on the host.
+///
+/// Layout (version 1, all integers in the writer's byte order, which the
+/// byte-order mark lets a reader check):
+///
+///     "GRADSUMC"  u32 version  u32 byte-order mark 0x01020304  u64 file length
+///     str scalar  u32 scalar size
+///     str model  str loss  str optimizer  str gradient  str reduction  str aggregation
+///     i64 parameters  i64 features  i64 outputs  i64 ranks
+///     i64 step  i64 epoch  i64 batch  u64 seed
+///     i64 state rows   parameters and optimizer state as raw Scalars
+///     vec optimizer host state  vec scaler mean  vec scaler scale  vec loop state
+///     u32 CRC-32 (IEEE 802.3) of every byte before it
+///
+/// where str is a u32 length and bytes, vec a u64 count and doubles; the
+/// model is named as detail::model_description names it ("linear",
+/// "mlp:13-32(tanh)-3").
+struct CheckpointData {
+  std::string scalar;          ///< "double" or "float"
+  std::uint32_t scalar_size = 0;
+  std::string model, loss, optimizer, gradient, reduction, aggregation;
+  std::int64_t num_parameters = 0, num_features = 0, num_outputs = 0;
+  std::int64_t ranks = 1;      ///< number of ranks of the run that wrote it (informative)
+  TrainingPosition position;
+  std::int64_t state_rows = 0;
+  std::string parameter_bytes;  ///< num_parameters raw Scalars
+  std::string state_bytes;      ///< state_rows x num_parameters raw Scalars, row-major
+  std::vector<double> optimizer_host;  ///< scalars the optimizer keeps on the host (Adam's t …)
+  StandardScaler scaler;               ///< the feature scaling of the data (empty when none)
+  std::vector<double> loop;            ///< the training loop's own state (fit's early stopping)
+
+  /// The parameters as doubles.
+  std::vector<double> parameters() const {
+    std::vector<double> out(static_cast<std::size_t>(num_parameters));
+    for (std::size_t j = 0; j < out.size(); ++j) {
+      if (scalar_size == sizeof(double)) {
+        double v;
+        std::memcpy(&v, parameter_bytes.data() + j * sizeof v, sizeof v);
+        out[j] = v;
+      } else {
+        float v;
+        std::memcpy(&v, parameter_bytes.data() + j * sizeof v, sizeof v);
+        out[j] = double(v);
+      }
+    }
+    return out;
+  }
+};
+
+/// The version of the checkpoint format this gradsum writes and reads.
+constexpr std::uint32_t checkpoint_version = 1;
+
+namespace detail {
+
+/// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), as zlib's crc32().
+inline std::uint32_t crc32(const unsigned char* data, std::size_t n, std::uint32_t crc = 0) {
+  static const auto table = [] {
+    std::vector<std::uint32_t> t(256);
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  crc = ~crc;
+  for (std::size_t i = 0; i < n; ++i) crc = table[(crc ^ data[i]) & 0xFFu] ^ (crc >> 8);
+  return ~crc;
+}
+
+constexpr char checkpoint_magic[9] = "GRADSUMC";
+constexpr std::uint32_t byte_order_mark = 0x01020304u;
+
+class CheckpointWriter {
+ public:
+  template <class T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable<T>::value, "raw value");
+    bytes_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void put_string(const std::string& s) {
+    put(std::uint32_t(s.size()));
+    bytes_ += s;
+  }
+  void put_vector(const std::vector<double>& v) {
+    put(std::uint64_t(v.size()));
+    bytes_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(double));
+  }
+  void put_raw(const std::string& raw) { bytes_ += raw; }
+  std::string& bytes() { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+class CheckpointReader {
+ public:
+  CheckpointReader(const std::string& path, const std::string& bytes, std::size_t end)
+      : path_(path), bytes_(bytes), end_(end) {}
+  template <class T>
+  T get(const char* what) {
+    T v;
+    need(sizeof v, what);
+    std::memcpy(&v, bytes_.data() + at_, sizeof v);
+    at_ += sizeof v;
+    return v;
+  }
+  std::string get_raw(std::size_t n, const char* what) {
+    need(n, what);
+    std::string s = bytes_.substr(at_, n);
+    at_ += n;
+    return s;
+  }
+  std::string get_string(const char* what) {
+    return get_raw(get<std::uint32_t>(what), what);
+  }
+  std::vector<double> get_vector(const char* what) {
+    const auto n = get<std::uint64_t>(what);
+    if (n > (end_ - at_) / sizeof(double)) need(end_, what);  // reports the overrun
+    std::vector<double> v(static_cast<std::size_t>(n));
+    if (n > 0) std::memcpy(v.data(), bytes_.data() + at_, std::size_t(n) * sizeof(double));
+    at_ += std::size_t(n) * sizeof(double);
+    return v;
+  }
+  std::size_t position() const { return at_; }
+
+ private:
+  void need(std::size_t n, const char* what) const {
+    if (n > end_ - at_)
+      fail("gradsum::load_checkpoint: '", path_, "': the record ends at byte ", end_,
+           " while reading ", what, " at byte ", at_, " (", n, " bytes needed); the file is "
+           "corrupted");
+  }
+  const std::string& path_;
+  const std::string& bytes_;
+  std::size_t end_;
+  std::size_t at_ = 24;
+};
+
+/// Writes `bytes` to `path` so that a crash at any moment leaves either the
+/// old file or the new one: write to `path.tmp`, flush it to the disk
+/// (fsync), rename it over `path` (atomic in POSIX), and flush the folder.
+/// `before_rename` (tests only) runs between the flush and the rename.
+inline void write_file_atomically(const std::string& path, const std::string& bytes,
+                                  void (*before_rename)() = nullptr) {
+  const std::string temporary = path + ".tmp";
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    fail("gradsum::save_checkpoint: cannot create '", temporary, "': ", std::strerror(errno));
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      ::close(fd);
+      ::unlink(temporary.c_str());
+      fail("gradsum::save_checkpoint: writing '", temporary, "' failed after ", done, " of ",
+           bytes.size(), " bytes: ", std::strerror(e));
+    }
+    done += std::size_t(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int e = errno;
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    fail("gradsum::save_checkpoint: flushing '", temporary, "' to disk failed: ",
+         std::strerror(e));
+  }
+  if (::close(fd) != 0)
+    fail("gradsum::save_checkpoint: closing '", temporary, "' failed: ", std::strerror(errno));
+  if (before_rename) before_rename();
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(temporary.c_str());
+    fail("gradsum::save_checkpoint: cannot rename '", temporary, "' to '", path, "': ",
+         std::strerror(e));
+  }
+  // The rename itself reaches the disk when the folder is flushed.
+  const auto slash = path.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_CLOEXEC);
+  if (dir >= 0) {
+    (void)::fsync(dir);
+    ::close(dir);
+  }
+}
+
+}  // namespace detail
+
+/// Encodes a checkpoint (see CheckpointData for the layout).
+inline std::string encode_checkpoint(const CheckpointData& c) {
+  detail::CheckpointWriter w;
+  w.bytes().append(detail::checkpoint_magic, 8);
+  w.put(checkpoint_version);
+  w.put(detail::byte_order_mark);
+  w.put(std::uint64_t(0));  // the length, filled in below
+  w.put_string(c.scalar);
+  w.put(c.scalar_size);
+  for (const std::string* s : {&c.model, &c.loss, &c.optimizer, &c.gradient, &c.reduction,
+                               &c.aggregation})
+    w.put_string(*s);
+  w.put(c.num_parameters);
+  w.put(c.num_features);
+  w.put(c.num_outputs);
+  w.put(c.ranks);
+  w.put(c.position.step);
+  w.put(c.position.epoch);
+  w.put(c.position.batch);
+  w.put(c.position.seed);
+  w.put(c.state_rows);
+  w.put_raw(c.parameter_bytes);
+  w.put_raw(c.state_bytes);
+  w.put_vector(c.optimizer_host);
+  w.put_vector(c.scaler.mean);
+  w.put_vector(c.scaler.scale);
+  w.put_vector(c.loop);
+  std::string& bytes = w.bytes();
+  const std::uint64_t length = bytes.size() + sizeof(std::uint32_t);
+  std::memcpy(&bytes[16], &length, sizeof length);
+  const std::uint32_t crc =
+      detail::crc32(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  w.put(crc);
+  return bytes;
+}
+
+/// Decodes and checks a checkpoint held in `bytes`, read from `path` (the
+/// name used in messages). Throws gradsum::Error naming the file and what
+/// is wrong: not a checkpoint, another version or byte order, truncated,
+/// checksum mismatch, inconsistent sizes.
+inline CheckpointData decode_checkpoint(const std::string& path, const std::string& bytes) {
+  const char* function = "gradsum::load_checkpoint";
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), detail::checkpoint_magic, 8) != 0)
+    detail::fail(function, ": '", path, "' is not a gradsum checkpoint (it does not start with "
+                 "\"GRADSUMC\"; ", bytes.size(), " bytes)");
+  if (bytes.size() < 28)
+    detail::fail(function, ": '", path, "' is truncated: ", bytes.size(),
+                 " bytes, shorter than the 28-byte header and checksum");
+  std::uint32_t version, mark;
+  std::uint64_t length;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  std::memcpy(&mark, bytes.data() + 12, 4);
+  std::memcpy(&length, bytes.data() + 16, 8);
+  if (mark != detail::byte_order_mark)
+    detail::fail(function, ": '", path, "' was written with another byte order (or its header "
+                 "is corrupted): byte-order mark ", mark, ", expected ", detail::byte_order_mark);
+  if (version != checkpoint_version)
+    detail::fail(function, ": '", path, "' has format version ", version,
+                 "; this gradsum reads version ", checkpoint_version);
+  if (length != bytes.size())
+    detail::fail(function, ": '", path, "' is ", bytes.size(), " bytes long but its header says ",
+                 length, length > bytes.size() ? ": the file is truncated" : ": the header or "
+                 "the file is corrupted");
+  std::uint32_t stored;
+  std::memcpy(&stored, bytes.data() + bytes.size() - 4, 4);
+  const std::uint32_t computed =
+      detail::crc32(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size() - 4);
+  if (stored != computed)
+    detail::fail(function, ": '", path, "' fails its checksum (CRC-32 stored ", stored,
+                 ", computed ", computed, "): the file is corrupted");
+
+  detail::CheckpointReader r(path, bytes, bytes.size() - 4);
+  CheckpointData c;
+  c.scalar = r.get_string("the scalar type");
+  c.scalar_size = r.get<std::uint32_t>("the scalar size");
+  if (!((c.scalar == "double" && c.scalar_size == 8) || (c.scalar == "float" && c.scalar_size == 4)))
+    detail::fail(function, ": '", path, "' names scalar type '", c.scalar, "' of ", c.scalar_size,
+                 " bytes; expected double (8) or float (4)");
+  for (std::string* s : {&c.model, &c.loss, &c.optimizer, &c.gradient, &c.reduction,
+                         &c.aggregation})
+    *s = r.get_string("a policy name");
+  c.num_parameters = r.get<std::int64_t>("the number of parameters");
+  c.num_features = r.get<std::int64_t>("the number of features");
+  c.num_outputs = r.get<std::int64_t>("the number of outputs");
+  c.ranks = r.get<std::int64_t>("the number of ranks");
+  c.position.step = r.get<std::int64_t>("the step");
+  c.position.epoch = r.get<std::int64_t>("the epoch");
+  c.position.batch = r.get<std::int64_t>("the batch");
+  c.position.seed = r.get<std::uint64_t>("the seed");
+  c.state_rows = r.get<std::int64_t>("the number of optimizer state rows");
+  if (c.num_parameters < 0 || c.state_rows < 0 || c.num_parameters > (std::int64_t(1) << 40) ||
+      c.state_rows > (std::int64_t(1) << 20))
+    detail::fail(function, ": '", path, "' declares ", c.num_parameters, " parameters and ",
+                 c.state_rows, " optimizer state rows; the file is corrupted");
+  c.parameter_bytes = r.get_raw(std::size_t(c.num_parameters) * c.scalar_size, "the parameters");
+  c.state_bytes = r.get_raw(std::size_t(c.state_rows * c.num_parameters) * c.scalar_size,
+                            "the optimizer state");
+  c.optimizer_host = r.get_vector("the optimizer's host state");
+  c.scaler.mean = r.get_vector("the scaler's means");
+  c.scaler.scale = r.get_vector("the scaler's scales");
+  c.loop = r.get_vector("the training loop's state");
+  if (r.position() != bytes.size() - 4)
+    detail::fail(function, ": '", path, "' holds ", bytes.size() - 4 - r.position(),
+                 " unexpected bytes before its checksum; the file is corrupted");
+  return c;
+}
+
+/// Reads and checks a checkpoint file on the host (no step needed: tools
+/// such as gradsum-predict learn the model from it). Throws gradsum::Error
+/// naming the file on any problem. Not collective.
+inline CheckpointData read_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    detail::fail("gradsum::load_checkpoint: cannot open '", path, "': ", std::strerror(errno));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) detail::fail("gradsum::load_checkpoint: reading '", path, "' failed");
+  return decode_checkpoint(path, bytes);
+}
+
+}  // namespace gradsum

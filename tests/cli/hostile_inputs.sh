@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The hostile-inputs catalogue, command-line half (entries 1-49 are the
+# library's, in tests/hostile_inputs.cpp): gradsum-train and gradsum-predict
+# given bad flags, bad files and, under MPI, ranks that disagree. Every entry
+# must end with exit status 1 (bad data or run) or 2 (bad command line), never
+# a signal (status >= 128) or a hang (timeout), with a message naming the
+# problem; where the program writes files, existing ones stay byte-identical.
+#
+# usage: hostile_inputs.sh TRAIN PREDICT DATA_DIR [MPIEXEC NUMPROC_FLAG]
+set -uo pipefail
+train="$1" predict="$2" sklearn="$3" mpiexec="${4:-}" np_flag="${5:-}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/gradsum_hostile_cli.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+
+number=49 checked=0 failed=0
+bad() { echo "FAILED #$number: $*"; failed=$((failed + 1)); }
+
+# expect STATUS MESSAGE DESCRIPTION -- COMMAND…: runs COMMAND (60 s at most)
+# and checks its exit status and that its stderr contains MESSAGE.
+expect() {
+  local want="$1" message="$2" what="$3" status=0
+  shift 4
+  number=$((number + 1))
+  timeout 60 "$@" >out.txt 2>err.txt || status=$?
+  checked=$((checked + 1))
+  if ((status == 124)); then bad "$what: hung (killed after 60 s)"; return; fi
+  if ((status >= 128)); then bad "$what: killed by signal $((status - 128))"; return; fi
+  [[ "$status" == "$want" ]] || bad "$what: exit status $status, expected $want"
+  grep -qF -- "$message" err.txt || bad "$what: stderr lacks '$message': $(head -c 400 err.txt)"
+  echo "#$number exit $status: $what"
+}
+
+# guard FILE…: gives each file known contents; unchanged FILE… checks them.
+guard() { for f in "$@"; do printf 'existing %s\n' "$f" >"$f"; done; }
+unchanged() {
+  for f in "$@"; do
+    [[ "$(cat "$f" 2>/dev/null)" == "existing $f" ]] || bad "the failed run changed '$f'"
+  done
+}
+
+printf '1,2,0\n3,4,1\n' >two.csv
+printf '1,2,0\n3,4,1\n5,6,0\n' >three.csv
+printf '1,2,0\n3,nan,1\n' >nan.csv
+printf '1,2,0\n3,4,inf\n' >inf_target.csv
+: >empty.csv
+printf '1\n2\n3\n' >one_column.csv
+printf '1,2,0\n3,4,-1\n5,6,2\n' >negative_label.csv
+printf '1,2,0\n3,4,1.5\n5,6,2\n' >fraction_label.csv
+printf '1,2,0\n3,4,2\n' >binary_label2.csv
+iris="$sklearn/iris.csv"
+files=(run.log run.ckpt params.txt)
+
+# --- the command line --------------------------------------------------------
+expect 2 "--data FILE is required" "no arguments" -- "$train"
+expect 2 "unknown option '--learning-rate'" "an unknown flag" -- "$train" --data two.csv --learning-rate 0.1
+expect 2 "--lr: must be positive, got -0.5" "a negative learning rate" -- "$train" --data two.csv --lr -0.5
+expect 2 "--lr: expected a finite number, got 'nan'" "a NaN learning rate" -- "$train" --data two.csv --lr nan
+expect 2 "--epochs: expected an integer in [0, 100000000], got '-3'" "negative epochs" -- \
+  "$train" --data two.csv --epochs -3
+expect 2 "--batch: expected an integer" "a batch of 1e3 (not an integer)" -- "$train" --data two.csv --batch 1e3
+expect 2 "--model mlp:: expected an integer in [1, 1000000], got '0'" "a hidden layer of width 0" -- \
+  "$train" --data two.csv --model mlp:0
+expect 2 "--schedule: expected an integer in [1, " "a cosine schedule over 0 steps" -- \
+  "$train" --data two.csv --schedule cosine:0
+expect 2 "--seed: expected an integer in [0, " "a negative seed" -- "$train" --data two.csv --seed -1
+expect 2 "--workers: expected an integer in [1, 1000000], got '0'" "--plan for 0 workers" -- \
+  "$train" --plan --workers 0 --samples 10 --batch 1 --seconds-per-sample 1 --parameters 1
+expect 1 "layer 1 has width 1000000; widths must be in [1, " "an MLP a million units wide" -- \
+  "$train" --data two.csv --model mlp:1000000 --progress off
+expect 1 "--space: 'cuda' is not enabled in this build" "a space this build lacks" -- \
+  "$train" --data two.csv --space cuda --progress off
+
+# --- data files: NaN/Inf, empty, zero width, unreadable, labels out of range --
+guard "${files[@]}"
+expect 1 "nan.csv:2:2: non-finite value 'nan'" "NaN in a feature" -- \
+  "$train" --data nan.csv --log run.log --checkpoint run.ckpt --save-params params.txt
+unchanged "${files[@]}"
+expect 1 "inf_target.csv:2:3: non-finite value 'inf'" "Inf in a target" -- "$train" --data inf_target.csv
+expect 1 "empty.csv: no data rows" "an empty file" -- \
+  "$train" --data empty.csv --log run.log --checkpoint run.ckpt --save-params params.txt
+unchanged "${files[@]}"
+expect 1 "one_column.csv:1: row has 1 field, but at least 2 columns are needed" \
+  "zero-width data (one column)" -- "$train" --data one_column.csv
+expect 1 "missing.csv: cannot open for reading: No such file or directory" "a missing file" -- \
+  "$train" --data missing.csv
+expect 1 ": cannot open for reading: Is a directory" "a folder as data" -- "$train" --data "$work"
+expect 1 "target column 5 is out of range for 3 columns" "a target column beyond the row" -- \
+  "$train" --data two.csv --target-column 5
+expect 1 "target is -1" "softmax label -1" -- "$train" --data negative_label.csv --model softmax --progress off
+expect 1 "target is 1.5" "softmax label 1.5" -- "$train" --data fraction_label.csv --model softmax --progress off
+expect 1 "binary_cross_entropy rejects for 1 output(s), or a non-finite feature: target is 2" \
+  "logistic label 2" -- "$train" --data binary_label2.csv --model logistic --progress off
+expect 1 "a test fraction of 0.9 of 3 rows leaves 3 test rows and 0 training rows" \
+  "a test fraction that leaves nothing to train on" -- "$train" --data three.csv --test-fraction 0.9
+
+# A header a million columns wide over two-column rows: read as a header (of
+# another width, as scikit-learn's files have), skipped, and the run trains.
+python3 -c "print(','.join('c%d' % i for i in range(1000000))); print('1,2,0'); print('3,4,1')" >wide_header.csv
+number=$((number + 1)) checked=$((checked + 1)) status=0
+timeout 60 "$train" --data wide_header.csv --epochs 1 --progress off >out.txt 2>err.txt || status=$?
+if [[ $status == 0 ]] && grep -q "2 samples x 2 features" out.txt; then
+  echo "#$number exit 0: a million-column header is skipped, the two rows train"
+else
+  bad "a million-column header: exit $status: $(head -c 300 err.txt)"
+fi
+
+# --- training that fails half-way: the files it would write stay as they were -
+guard "${files[@]}"
+expect 1 "the loss or its gradient is not finite" "a learning rate of 1e308 (overflow in training)" -- \
+  "$train" --data "$iris" --model softmax --lr 1e308 --epochs 3 --progress off \
+  --log run.log --checkpoint run.ckpt --save-params params.txt
+unchanged "${files[@]}"
+grep -q '^step,epoch,loss' run.log.partial || bad "the failed run's rows are not in run.log.partial"
+expect 1 "--save-params: cannot write 'nodir/p.txt.partial'" "parameters saved into a missing folder" -- \
+  "$train" --data two.csv --progress off --save-params nodir/p.txt
+expect 1 "gradsum::save_checkpoint: cannot create 'nodir/c.ckpt.tmp': No such file or directory" \
+  "a checkpoint into a missing folder" -- "$train" --data two.csv --progress off --checkpoint nodir/c.ckpt
+grep -q "rank 0: rank 0:" err.txt && bad "the rank is named twice: $(cat err.txt)"
+expect 1 "gradsum::CsvLog: cannot open 'nodir/l.csv.partial'" "a log in a missing folder" -- \
+  "$train" --data two.csv --progress off --log nodir/l.csv
+
+# --- checkpoints: truncated, foreign, of another model or seed ----------------
+"$train" --data "$iris" --model softmax --epochs 1 --progress off --seed 3 --checkpoint softmax.ckpt \
+  >/dev/null 2>&1 || bad "could not write a checkpoint to start from"
+head -c 100 softmax.ckpt >truncated.ckpt
+guard run.log run.ckpt
+expect 1 "'truncated.ckpt' is 100 bytes long but its header says" "--resume a truncated checkpoint" -- \
+  "$train" --data "$iris" --model softmax --seed 3 --resume truncated.ckpt --log run.log --checkpoint run.ckpt
+unchanged run.log run.ckpt
+expect 1 "'two.csv' is not a gradsum checkpoint" "--resume a CSV file" -- \
+  "$train" --data two.csv --resume two.csv --checkpoint run.ckpt
+unchanged run.ckpt
+expect 1 "'softmax.ckpt' was written for model softmax but this step has linear" \
+  "--resume a softmax checkpoint for a logistic model" -- "$train" --data two.csv --resume softmax.ckpt
+expect 1 "--resume: 'softmax.ckpt' was written with --seed 3, this run has --seed 4" \
+  "--resume with another seed" -- "$train" --data "$iris" --model softmax --resume softmax.ckpt --seed 4
+expect 2 "--params FILE is required" "gradsum-predict without arguments" -- "$predict"
+expect 1 "two.csv: rows have 3 columns, but the model in 'softmax.ckpt' takes 4 features" \
+  "gradsum-predict on data of another width" -- "$predict" --params softmax.ckpt --data two.csv
+expect 1 "'truncated.ckpt' is 100 bytes long" "gradsum-predict with a truncated checkpoint" -- \
+  "$predict" --params truncated.ckpt --data "$iris"
+# A well-formed checkpoint (length and checksum right) of a linear model of
+# 2 features that holds 1 parameter instead of 3: the sizes must be checked
+# before the parameters are read.
+python3 - forged.ckpt <<'EOF'
+import struct, sys, zlib
+def s(t): return struct.pack('<I', len(t)) + t.encode()
+body = s('double') + struct.pack('<I', 8)
+for name in ['linear', 'squared_error', 'sgd', 'analytic', 'sum', 'local']: body += s(name)
+body += struct.pack('<qqqq', 1, 2, 1, 1) + struct.pack('<qqqQ', 0, 0, 0, 0) + struct.pack('<q', 0)
+body += struct.pack('<d', 0.5) + struct.pack('<Q', 0) * 4
+data = b'GRADSUMC' + struct.pack('<IIQ', 1, 0x01020304, 24 + len(body) + 4) + body
+open(sys.argv[1], 'wb').write(data + struct.pack('<I', zlib.crc32(data) & 0xffffffff))
+EOF
+expect 1 "'forged.ckpt' declares 1 parameters and 1 outputs, but a linear model of 2 features has 3 and 1" \
+  "gradsum-predict with a checkpoint whose sizes disagree" -- "$predict" --params forged.ckpt --data two.csv
+
+# --- MPI: more ranks than samples, ranks that disagree --------------------------
+if [[ -n "$mpiexec" ]]; then
+  # Every rank runs to its own end (no abort of the others), and records
+  # its exit status, so that each rank's status can be checked.
+  export OMPI_MCA_orte_abort_on_non_zero_status=0
+  cat >rank.sh <<'EOF'
+#!/usr/bin/env bash
+"$@"
+status=$?
+echo "$status" >"status.${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-x}}"
+exit "$status"
+EOF
+  chmod +x rank.sh
+  # every_rank MESSAGE DESCRIPTION -- MPIEXEC ARGS…: each of the 2 ranks must
+  # exit 1 and the message must be printed; mpiexec itself must end (its
+  # status says little when the ranks are not aborted).
+  every_rank() {
+    local message="$1" what="$2" status=0
+    shift 3
+    rm -f status.*
+    number=$((number + 1)) checked=$((checked + 1))
+    timeout 60 "$@" >out.txt 2>err.txt || status=$?
+    if ((status == 124 || status >= 128)); then bad "$what: mpiexec hung or was killed ($status)"; return; fi
+    grep -qF -- "$message" err.txt || bad "$what: stderr lacks '$message': $(head -c 400 err.txt)"
+    for r in 0 1; do
+      [[ "$(cat "status.$r" 2>/dev/null)" == 1 ]] ||
+        bad "$what: rank $r exited with '$(cat "status.$r" 2>/dev/null)', expected 1"
+    done
+    echo "#$number every rank exit 1: $what"
+  }
+  every_rank "the 2 ranks built different steps" "a logistic model on rank 0, a linear one on rank 1" -- \
+    "$mpiexec" "$np_flag" 1 ./rank.sh "$train" --data two.csv --model logistic --progress off : \
+    "$np_flag" 1 ./rank.sh "$train" --data two.csv --model linear --progress off
+  every_rank "rank 1: missing.csv: cannot open for reading" "the data missing on rank 1" -- \
+    "$mpiexec" "$np_flag" 1 ./rank.sh "$train" --data two.csv --progress off : \
+    "$np_flag" 1 ./rank.sh "$train" --data missing.csv --progress off
+  every_rank "gradsum::Allreduce: the 2 ranks built different steps (number of parameters ranges from 3 to 5; number of features ranges from 2 to 4)" \
+    "rank 1 reading a file of another width" -- \
+    "$mpiexec" "$np_flag" 1 ./rank.sh "$train" --data two.csv --progress off : \
+    "$np_flag" 1 ./rank.sh "$train" --data "$iris" --progress off
+  every_rank "gradsum::Allreduce: the 2 ranks built different steps (learning rate ranges from 0.10000000000000001 to 0.20000000000000001)" \
+    "a learning rate of 0.1 on rank 0 and 0.2 on rank 1" -- \
+    "$mpiexec" "$np_flag" 1 ./rank.sh "$train" --data two.csv --lr 0.1 --progress off : \
+    "$np_flag" 1 ./rank.sh "$train" --data two.csv --lr 0.2 --progress off
+
+  # More ranks (3) than samples (2): the empty rank contributes nothing and
+  # the run ends where the one-rank run does.
+  number=$((number + 1)) checked=$((checked + 1)) status=0
+  one="$("$train" --data two.csv --epochs 3 --progress off 2>&1 | grep '^final')"
+  timeout 60 "$mpiexec" "$np_flag" 3 "$train" --data two.csv --epochs 3 --progress off >out.txt 2>err.txt ||
+    status=$?
+  if [[ $status == 0 ]] && [[ -n "$one" ]] && [[ "$(grep '^final' out.txt)" == "$one" ]]; then
+    echo "#$number exit 0: 3 ranks on 2 samples end where 1 rank does ($one)"
+  else
+    bad "3 ranks on 2 samples: exit $status, '$(grep '^final' out.txt)' against '$one'"
+  fi
+fi
+
+echo "hostile_inputs.sh: $checked command-line catalogue entries (numbered 50-$number), $failed failed"
+((failed == 0))

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: Apache-2.0
+// The hostile-inputs catalogue, library half (the command-line half is
+// tests/cli/hostile_inputs.sh): numbered bad inputs across the public API,
+// each expected to throw gradsum::Error whose message names the argument,
+// the value and what was expected, never to crash or to be accepted. The
+// cases already covered elsewhere (malformed CSV/LIBSVM fields, a million
+// CSV columns, damaged checkpoints, ranks that disagree) are not repeated.
+// The test prints how many entries it checked.
+
+#include "test_helpers.hpp"
+
+#include <gradsum/train/checkpoint.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <limits>
+#include <set>
+
+using namespace gradsum_test;
+
+namespace {
+
+// Runs numbered entries: each must throw gradsum::Error whose message holds
+// every expected part.
+class Catalogue {
+ public:
+  void expect(int number, const char* input, const std::function<void()>& run,
+              const std::vector<std::string>& parts) {
+    INFO("hostile input #" << number << ": " << std::string(input));
+    CHECK_MESSAGE(numbers_.insert(number).second, "entry number used twice");
+    std::string message;
+    bool thrown = false;
+    try {
+      run();
+    } catch (const gradsum::Error& e) {
+      thrown = true;
+      message = e.what();
+    }
+    CHECK_MESSAGE(thrown, "accepted instead of rejected with gradsum::Error");
+    for (const auto& part : parts)
+      CHECK_MESSAGE(message.find(part) != std::string::npos,
+                    "message '" << message << "' lacks '" << part << "'");
+  }
+  std::size_t size() const { return numbers_.size(); }
+  int last() const { return numbers_.empty() ? 0 : *numbers_.rbegin(); }
+
+ private:
+  std::set<int> numbers_;
+};
+
+std::string temp_folder() {
+  std::string pattern = "/tmp/gradsum_hostile_XXXXXX";
+  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+  return pattern;
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+  REQUIRE(out.good());
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A checkpoint with a valid length and checksum around `body` (the bytes
+// after the 24-byte header), so the decoder gets past them to the records.
+std::string sealed_checkpoint(const std::string& body) {
+  std::string bytes(gradsum::detail::checkpoint_magic, 8);
+  const std::uint32_t version = gradsum::checkpoint_version;
+  const std::uint32_t mark = 0x01020304u;
+  const std::uint64_t length = 24 + body.size() + 4;
+  bytes.append(reinterpret_cast<const char*>(&version), 4);
+  bytes.append(reinterpret_cast<const char*>(&mark), 4);
+  bytes.append(reinterpret_cast<const char*>(&length), 8);
+  bytes += body;
+  const std::uint32_t crc =
+      gradsum::detail::crc32(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  bytes.append(reinterpret_cast<const char*>(&crc), 4);
+  return bytes;
+}
+
+// The records of a valid checkpoint of a Linear(2) model, with SGD.
+gradsum::CheckpointData small_checkpoint() {
+  gradsum::CheckpointData c;
+  c.scalar = "double";
+  c.scalar_size = 8;
+  c.model = "linear";
+  c.loss = "squared_error";
+  c.optimizer = "sgd";
+  c.gradient = "analytic";
+  c.reduction = "sum";
+  c.aggregation = "local";
+  c.num_parameters = 3;
+  c.num_features = 2;
+  c.num_outputs = 1;
+  c.parameter_bytes = std::string(3 * sizeof(double), '\0');
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("hostile inputs: every entry of the catalogue is rejected clearly", Space,
+                          hostile) {
+  using Data = gradsum::Dataset<double, typename Space::memory_space>;
+  using gradsum::Linear;
+  using gradsum::SquaredError;
+  const Space space;
+  const std::string dir = temp_folder();
+  Catalogue c;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  // Four samples of two features, finite, regression targets.
+  const std::vector<double> x = {1, 2, 3, 4, 5, 6, 7, 8}, y = {0, 1, 1, 0};
+
+  // --- data in memory: NaN/Inf, labels out of range, zero width --------------
+  auto step_on = [&](const std::vector<double>& features, const std::vector<double>& targets,
+                     auto loss, int classes) {
+    const auto data = Data::from_host(4, 2, features, targets);
+    if constexpr (std::is_same<decltype(loss), gradsum::SoftmaxCrossEntropy>::value) {
+      auto step = gradsum::make_step<double>(space, gradsum::Softmax(2, classes), loss);
+      auto theta = step.make_parameters();
+      step(theta, data);
+    } else {
+      auto step = gradsum::make_step<double>(space, Linear(2), loss);
+      auto theta = step.make_parameters();
+      step(theta, data);
+    }
+  };
+  c.expect(1, "NaN feature in row 2", [&] {
+    auto bad = x;
+    bad[5] = nan;
+    step_on(bad, y, SquaredError{}, 1);
+  }, {"row 2", "non-finite feature", "feature 1 is nan"});
+  c.expect(2, "+Inf target for squared error", [&] {
+    step_on(x, {0, 1, inf, 0}, SquaredError{}, 1);
+  }, {"row 2", "squared_error", "target is inf"});
+  c.expect(3, "-Inf feature in row 0", [&] {
+    auto bad = x;
+    bad[0] = -inf;
+    step_on(bad, y, SquaredError{}, 1);
+  }, {"row 0", "feature 0 is -inf"});
+  c.expect(4, "softmax label 3 with 3 classes", [&] {
+    step_on(x, {0, 1, 3, 2}, gradsum::SoftmaxCrossEntropy{}, 3);
+  }, {"row 2", "softmax_cross_entropy", "3 output(s)", "target is 3"});
+  c.expect(5, "softmax label -1", [&] {
+    step_on(x, {0, -1, 1, 2}, gradsum::SoftmaxCrossEntropy{}, 3);
+  }, {"row 1", "target is -1"});
+  c.expect(6, "softmax label 1.5 (not an integer)", [&] {
+    step_on(x, {0, 1.5, 1, 2}, gradsum::SoftmaxCrossEntropy{}, 3);
+  }, {"row 1", "target is 1.5"});
+  c.expect(7, "binary cross-entropy label 2", [&] {
+    step_on(x, {0, 1, 1, 2}, gradsum::BinaryCrossEntropy{}, 1);
+  }, {"row 3", "binary_cross_entropy", "target is 2"});
+  c.expect(8, "zero-width data for a one-feature model", [&] {
+    const auto data = Data::from_host(4, 0, {}, y);
+    auto step = gradsum::make_step<double>(space, Linear(1), SquaredError{});
+    auto theta = step.make_parameters();
+    step(theta, data);
+  }, {"the data have 0 features", "expects 1"});
+  c.expect(9, "features of the wrong length", [&] {
+    Data::from_host(4, 2, {1, 2, 3}, y);
+  }, {"gradsum::Dataset::from_host", "expected", "3"});
+  c.expect(10, "a negative sample count", [&] {
+    Data::from_host(-4, 2, x, y);
+  }, {"negative shape", "-4"});
+  c.expect(11, "an empty data set", [&] {
+    const auto data = Data::from_host(0, 2, {}, {});
+    auto step = gradsum::make_step<double>(space, Linear(2), SquaredError{});
+    auto theta = step.make_parameters();
+    step(theta, data);
+  }, {"holds no samples on any worker"});
+  c.expect(12, "rows [2, 9) of 4 samples", [&] {
+    const auto data = Data::from_host(4, 2, x, y);
+    auto step = gradsum::make_step<double>(space, Linear(2), SquaredError{});
+    auto theta = step.make_parameters();
+    step(theta, data, gradsum::RowRange{2, 9});
+  }, {"rows [2, 9)", "outside the 4 available"});
+  c.expect(13, "theta with 5 entries for 3 parameters", [&] {
+    const auto data = Data::from_host(4, 2, x, y);
+    auto step = gradsum::make_step<double>(space, Linear(2), SquaredError{});
+    Kokkos::View<double*, typename Space::memory_space> theta("theta", 5);
+    step(theta, data);
+  }, {"theta has 5 entries", "3 parameters"});
+
+  // --- models and hyperparameters: negative or absurd --------------------------
+  c.expect(14, "Linear with 0 features", [&] { Linear(0); },
+           {"gradsum::Linear: num_features must be in [1, 2147483646]", "got 0"});
+  c.expect(15, "Softmax with 1 class", [&] { gradsum::Softmax(3, 1); },
+           {"num_classes must be at least 2, got 1"});
+  c.expect(16, "MLP with a hidden layer of width 0", [&] { gradsum::MLP(2, {4, 0}, 1); },
+           {"gradsum::MLP", "width 0"});
+  c.expect(17, "MLP with a billion hidden units", [&] { gradsum::MLP(2, {1000000000}, 1); },
+           {"gradsum::MLP: layer 1 has width 1000000000"});
+  auto make = [&](auto optimizer) {
+    auto step = gradsum::make_step<double>(space, Linear(2), SquaredError{}, optimizer);
+    (void)step;
+  };
+  c.expect(18, "SGD with learning rate -0.1", [&] { make(gradsum::SGD{-0.1}); },
+           {"lr must be positive and finite, got -0.1"});
+  c.expect(19, "SGD with learning rate NaN", [&] { make(gradsum::SGD{nan}); },
+           {"lr must be positive and finite, got nan"});
+  c.expect(20, "Adam with beta1 = 1", [&] {
+    gradsum::Adam a;
+    a.beta1 = 1;
+    make(a);
+  }, {"beta1", "[0, 1)", "got 1"});
+  c.expect(21, "Adam with eps = 0", [&] {
+    gradsum::Adam a;
+    a.eps = 0;
+    make(a);
+  }, {"eps must be positive and finite, got 0"});
+  c.expect(22, "Momentum with momentum 1e300", [&] { make(gradsum::Momentum{0.1, 1e300}); },
+           {"momentum", "got 1e+300"});
+  c.expect(23, "L-BFGS with history 0", [&] {
+    gradsum::LBFGS l;
+    l.m = 0;
+    make(l);
+  }, {"history m must be >= 1, got 0"});
+  c.expect(24, "Newton on 2001 parameters", [&] {
+    const auto wide = Data::from_host(4, 2000, std::vector<double>(8000, 0.5), y);
+    auto step = gradsum::make_step<double>(space, Linear(2000), SquaredError{}, gradsum::Newton{});
+    auto theta = step.make_parameters();
+    step(theta, wide);
+  }, {"gradsum::Newton: the model has 2001 parameters", "limit of 1024"});
+  c.expect(25, "an L2 penalty of -1", [&] {
+    auto step = gradsum::make_step<double>(space, Linear(2), SquaredError{}, gradsum::SGD{},
+                                           gradsum::Objective{-1.0});
+    (void)step;
+  }, {"l2 must be non-negative and finite", "-1"});
+  c.expect(26, "gradient-norm clipping at -1", [&] {
+    make(gradsum::clip_gradient_norm(gradsum::SGD{}, -1));
+  }, {"max_norm must be positive, got -1"});
+  c.expect(27, "a cosine schedule over 0 steps", [&] { gradsum::Schedule::cosine(0).validate(); },
+           {"total must be >= 1, got 0"});
+  c.expect(28, "central differences with eps 0", [&] {
+    auto step = gradsum::make_step<double>(space, Linear(2), SquaredError{}, gradsum::SGD{},
+                                           gradsum::Objective{}, gradsum::CentralDifference{0});
+    (void)step;
+  }, {"eps must be positive and finite, got 0"});
+  c.expect(29, "fit with -1 epochs", [&] {
+    const auto data = Data::from_host(4, 2, x, y);
+    auto step = gradsum::make_step<double>(space, Linear(2), SquaredError{});
+    auto theta = step.make_parameters();
+    gradsum::FitOptions o;
+    o.epochs = -1;
+    gradsum::fit(step, theta, data, o);
+  }, {"epochs must be >= 0, got -1"});
+  c.expect(30, "fit accumulating 0 mini-batches", [&] {
+    const auto data = Data::from_host(4, 2, x, y);
+    auto step = gradsum::make_step<double>(space, Linear(2), SquaredError{});
+    auto theta = step.make_parameters();
+    gradsum::FitOptions o;
+    o.accumulate = 0;
+    gradsum::fit(step, theta, data, o);
+  }, {"accumulate must be >= 1", "got 0"});
+  c.expect(31, "a mini-batch sampler with batch -1", [&] { gradsum::MiniBatchSampler<typename Space::memory_space>(10, -1, 0); },
+           {"batch_size", "-1"});
+  c.expect(32, "part 2 of 2 parts", [&] { gradsum::partition(10, 2, 2); },
+           {"part must be in [0, 2), got 2"});
+  c.expect(33, "an unknown initializer", [&] { gradsum::Initializer::parse("he_sideways"); },
+           {"unknown initializer 'he_sideways'"});
+  c.expect(34, "an unknown activation", [&] { gradsum::parse_activation("relu6"); },
+           {"unknown activation 'relu6'"});
+
+  // --- files: empty, unreadable, foreign, truncated -----------------------------
+  write_bytes(dir + "/three_rows.csv", "1,2,0\n3,4,1\n5,6,0\n");
+  c.expect(35, "a test fraction that leaves no training rows", [&] {
+    gradsum::train_test_split(gradsum::read_csv(dir + "/three_rows.csv"), 0.9, 1);
+  }, {"train_test_split", "0.9", "3"});
+  c.expect(36, "a CSV path below a regular file", [&] {
+    gradsum::read_csv(dir + "/three_rows.csv/data.csv");
+  }, {"three_rows.csv/data.csv", "cannot open for reading", "Not a directory"});
+  write_bytes(dir + "/empty.svm", "");
+  c.expect(37, "an empty LIBSVM file", [&] { gradsum::read_libsvm(dir + "/empty.svm"); },
+           {"empty.svm: no data rows"});
+  write_bytes(dir + "/wide.svm", "1 1:1\n0 100000000000:2\n");
+  c.expect(38, "a LIBSVM index of 10^11 (a dense table of 2 x 10^11)", [&] {
+    gradsum::read_libsvm(dir + "/wide.svm");
+  }, {"wide.svm", "2 rows x 100000000000 features exceed", "max_values"});
+  write_bytes(dir + "/broken.csv.gz", std::string("\x1f\x8b\x08\x00garbage", 12));
+  c.expect(39, "a gzip file with a corrupt stream", [&] {
+    gradsum::read_csv(dir + "/broken.csv.gz");
+  }, {"broken.csv.gz"});
+  c.expect(40, "a checkpoint declaring 2^50 parameters", [&] {
+    auto ck = small_checkpoint();
+    ck.num_parameters = std::int64_t(1) << 50;
+    ck.parameter_bytes.clear();
+    gradsum::decode_checkpoint("huge.ckpt", gradsum::encode_checkpoint(ck));
+  }, {"'huge.ckpt' declares 1125899906842624 parameters", "corrupted"});
+  c.expect(41, "a checkpoint with 8 stray bytes before its checksum", [&] {
+    std::string bytes = gradsum::encode_checkpoint(small_checkpoint());
+    gradsum::decode_checkpoint("stray.ckpt",
+                               sealed_checkpoint(bytes.substr(24, bytes.size() - 28) + "12345678"));
+  }, {"'stray.ckpt' holds 8 unexpected bytes"});
+  c.expect(42, "a checkpoint naming scalar type 'int'", [&] {
+    auto ck = small_checkpoint();
+    ck.scalar = "int";
+    ck.scalar_size = 4;
+    gradsum::decode_checkpoint("int.ckpt", gradsum::encode_checkpoint(ck));
+  }, {"'int.ckpt' names scalar type 'int' of 4 bytes"});
+  {
+    // A logistic-regression checkpoint offered to a linear-regression step:
+    // the same model and width, another loss.
+    const auto data = Data::from_host(4, 2, x, y);
+    auto logistic = gradsum::make_step<double>(space, Linear(2), gradsum::BinaryCrossEntropy{});
+    auto theta = logistic.make_parameters();
+    logistic(theta, data);
+    gradsum::save_checkpoint(dir + "/logistic.ckpt", logistic, theta, {});
+    c.expect(43, "a checkpoint of another loss", [&] {
+      auto linear = gradsum::make_step<double>(space, Linear(2), SquaredError{});
+      auto target = linear.make_parameters();
+      gradsum::load_checkpoint(dir + "/logistic.ckpt", linear, target);
+    }, {"logistic.ckpt", "loss binary_cross_entropy", "squared_error"});
+    c.expect(44, "a checkpoint saved into a missing folder", [&] {
+      gradsum::save_checkpoint(dir + "/missing/run.ckpt", logistic, theta, {});
+    }, {"missing/run.ckpt.tmp", "No such file or directory"});
+    const std::string saved = read_bytes(dir + "/logistic.ckpt");
+    c.expect(45, "a CSV log written into a folder", [&] {
+      gradsum::CsvLog log(dir);
+      gradsum::FitOptions o;
+      gradsum::fit(logistic, theta, data, o, log);
+    }, {"gradsum::CsvLog: cannot write the log '" + dir + "'", "Is a directory"});
+    CHECK_MESSAGE(read_bytes(dir + "/logistic.ckpt") == saved,
+                  "a failed save or log changed an existing checkpoint");
+  }
+  write_bytes(dir + "/run.log", "an earlier run's log\n");
+  c.expect(46, "a learning rate of 1e308 (training overflows) over an existing log", [&] {
+    const auto data = Data::from_host(4, 2, x, y);
+    auto step = gradsum::make_step<double>(space, Linear(2), SquaredError{}, gradsum::SGD{1e308});
+    auto theta = step.make_parameters();
+    gradsum::CsvLog log(dir + "/run.log");
+    gradsum::FitOptions o;
+    o.epochs = 3;
+    gradsum::fit(step, theta, data, o, log);
+  }, {"not finite"});
+  CHECK_MESSAGE(read_bytes(dir + "/run.log") == "an earlier run's log\n",
+                "a failed run changed the existing log");
+  CHECK_MESSAGE(read_bytes(dir + "/run.log.partial").rfind("step,epoch,loss", 0) == 0,
+                "the failed run's rows are not in run.log.partial");
+  c.expect(47, "a checkpoint that is a CSV file", [&] {
+    gradsum::read_checkpoint(dir + "/three_rows.csv");
+  }, {"three_rows.csv' is not a gradsum checkpoint"});
+
+  c.expect(48, "Linear with 2^31 - 1 features (the bias overflows an int count)",
+           [&] { Linear(2147483647); }, {"num_features must be in [1, 2147483646]", "2147483647"});
+  c.expect(49, "Softmax with 2^30 features and 2 classes", [&] { gradsum::Softmax(1 << 30, 2); },
+           {"2 classes x (1073741824 features + 1) = 2147483650 parameters do not fit an int"});
+
+  std::printf("hostile_inputs: %zu catalogue entries checked on %s (numbered 1-%d; the "
+              "command-line entries follow in tests/cli/hostile_inputs.sh)\n",
+              c.size(), gradsum::space_name<Space>().c_str(), c.last());
+  CHECK(c.size() == std::size_t(c.last()));
+  for (const char* name : {"three_rows.csv", "empty.svm", "wide.svm", "broken.csv.gz",
+                           "logistic.ckpt", "run.log", "run.log.partial"})
+    std::remove((dir + "/" + name).c_str());
+  ::rmdir(dir.c_str());
+}
+TEST_CASE_TEMPLATE_APPLY(hostile, Spaces);
