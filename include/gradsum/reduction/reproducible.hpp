@@ -361,10 +361,11 @@ struct BinnedState {
 
 /// Deposits one sample's w contributions c into the floating-point bins
 /// s0, s1, s2 if every one fits its window (|c_j| <= limit_j, false for
-/// NaN), and says whether it did. Two branch-free loops, in forms GCC
-/// vectorizes with SSE2 already.
+/// NaN), and says whether it did; if it did, c is zero again, ready for
+/// the next sample. Two branch-free loops, in forms GCC vectorizes with
+/// SSE2 already.
 template <class Scalar>
-KOKKOS_FORCEINLINE_FUNCTION bool deposit_sample(const Scalar* KOKKOS_RESTRICT c,
+KOKKOS_FORCEINLINE_FUNCTION bool deposit_sample(Scalar* KOKKOS_RESTRICT c,
                                                 const Scalar* KOKKOS_RESTRICT limit,
                                                 double* KOKKOS_RESTRICT s0,
                                                 double* KOKKOS_RESTRICT s1,
@@ -374,12 +375,19 @@ KOKKOS_FORCEINLINE_FUNCTION bool deposit_sample(const Scalar* KOKKOS_RESTRICT c,
     for (int j = 0; j < w; ++j) outside |= math::fabs(c[j]) <= limit[j] ? 0 : -1;
     if (outside != 0) return false;
   } else {
-    double outside = 0;  // a count, exact
-    for (int j = 0; j < w; ++j) outside += math::fabs(c[j]) <= limit[j] ? 0.0 : 1.0;
+    // The bits of 0.0 or 1.0, or-ed: a double sum would be added in order.
+    std::uint64_t outside = 0;
+    for (int j = 0; j < w; ++j) {
+      const double flag = math::fabs(c[j]) <= limit[j] ? 0.0 : 1.0;
+      std::uint64_t bits;
+      std::memcpy(&bits, &flag, sizeof bits);
+      outside |= bits;
+    }
     if (outside != 0) return false;
   }
   for (int j = 0; j < w; ++j) {
     double r = double(c[j]);
+    c[j] = Scalar(0);
     const double a = s0[j], sum_a = a + set_last_bit(r);
     s0[j] = sum_a;
     r -= sum_a - a;
@@ -395,7 +403,7 @@ KOKKOS_FORCEINLINE_FUNCTION bool deposit_sample(const Scalar* KOKKOS_RESTRICT c,
 /// deposit_sample compiled for AVX2 (the same operations, four lanes).
 template <class Scalar>
 __attribute__((target("avx2"), noinline)) bool deposit_sample_avx2(
-    const Scalar* KOKKOS_RESTRICT c, const Scalar* KOKKOS_RESTRICT limit,
+    Scalar* KOKKOS_RESTRICT c, const Scalar* KOKKOS_RESTRICT limit,
     double* KOKKOS_RESTRICT s0, double* KOKKOS_RESTRICT s1, double* KOKKOS_RESTRICT s2, int w) {
   return deposit_sample(c, limit, s0, s1, s2, w);
 }
@@ -436,15 +444,16 @@ struct BinnedSumFunctor {
       for (int b = 0; b < bins_per_window; ++b) s.int_bin(b)[j] = 0;
     }
     *s.count() = 0;
-    for (int j = 0; j < width; ++j) s.scratch()[j] = 0;
+    Scalar* contribution = reinterpret_cast<Scalar*>(s.scratch());
+    for (int j = 0; j < width; ++j) contribution[j] = Scalar(0);
   }
 
   KOKKOS_FUNCTION void operator()(std::int64_t i, std::int64_t* acc) const {
     const BinnedState<std::int64_t*, Scalar> s{acc, width};
     // The sample's contributions, gathered in the scratch part (whose
-    // int64 slots are at least as large and aligned as a Scalar).
+    // int64 slots are at least as large and aligned as a Scalar; zeros
+    // from init or the previous sample).
     Scalar* contribution = reinterpret_cast<Scalar*>(s.scratch());
-    for (int j = 0; j < width; ++j) contribution[j] = Scalar(0);
     body(i, contribution);
     bool done;
 #ifdef GRADSUM_BINNED_AVX2
@@ -460,6 +469,7 @@ struct BinnedSumFunctor {
           s.deposit(j, double(contribution[j]));
         else
           s.add_outside(j, double(contribution[j]));
+        contribution[j] = Scalar(0);
       }
     }
     if (++*s.count() >= flush_interval) s.flush();
