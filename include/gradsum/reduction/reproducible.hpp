@@ -556,7 +556,7 @@ void reduce_binned(const ExecutionSpace& space, const std::string& label, std::i
 /// boundaries, and the chunks are added exactly (see detail::binned_add
 /// and the notes above it for the method, after Demmel & Nguyen's
 /// ReproBLAS, its proof of reproducibility, and its error bound: at most
-/// n 2^-65 max|x| per coordinate before one final rounding, at least as
+/// n 2^-64 max|x| per coordinate before one final rounding, at least as
 /// accurate as plain double summation). Works for float and double data
 /// (contributions are split in double). Inside the reduction, a sample's
 /// contributions are deposited by a vectorized loop of floating-point
