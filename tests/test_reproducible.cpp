@@ -117,7 +117,7 @@ TEST_CASE("reproducible sums: parts of a batch, bitwise") {
     for (std::size_t j = 0; j < 6; ++j) merged[j * gradsum::detail::binned_width] = gradsum::detail::empty_window;
     for (int part = 0; part < parts; ++part) {
       const auto rows = gradsum::partition(p.n, parts, part);
-      Kokkos::View<std::int64_t*, Memory> bins("bins", 6 * (gradsum::detail::binned_width + 1));
+      Kokkos::View<std::int64_t*, Memory> bins("bins", gradsum::detail::binned_work_size(6));
       const auto body = gradsum::detail::AnalyticBody<Linear, gradsum::SquaredError, double,
                                                       decltype(data.features()),
                                                       decltype(data.targets()), gradsum::RowRange>{

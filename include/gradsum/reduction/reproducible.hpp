@@ -4,44 +4,100 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
+
+// The deposit loop gets a second, AVX2 copy on x86-64 host compilers that
+// do not target AVX2 already; it runs where the processor has AVX2. It
+// performs the same IEEE additions as the portable loop, so the bits are
+// the same; only the vector width changes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__AVX2__) && !defined(__CUDACC__) && \
+    !defined(__HIPCC__) && !defined(__SYCL_DEVICE_ONLY__)
+#define GRADSUM_BINNED_AVX2 1
+#endif
 
 namespace gradsum {
 namespace detail {
 
 /// Binned fixed-point accumulation (after Demmel & Nguyen, "Parallel
 /// reproducible summation", IEEE Trans. Computers 64(7), 2015, and their
-/// ReproBLAS), in the form gradsum uses:
+/// ReproBLAS), in the form gradsum uses.
 ///
-/// The real line is cut into bins of 32 bits at *absolute* boundaries:
-/// bin b holds the multiples of 2^(32b) below 2^(32(b+1)). An accumulator
-/// keeps a window of three bins, t, t-1, t-2, where t is the bin of the
-/// largest magnitude it has seen, as int64 sums of the 32-bit chunks of
-/// every value in those bins. Each value is split exactly (scaling by
-/// powers of two and truncation are exact); its bits below bin t-2 are
-/// dropped. Adding integers is associative, and a window only ever moves
-/// up by dropping whole bins whose content does not depend on the order
-/// of the values, so the bins, and the final conversion to floating point,
-/// are the same bits for any order, thread count, backend, partition into
-/// parts, or number of ranks.
+/// Bins. The real line is cut into bins of 32 bits at *absolute*
+/// boundaries: bin B counts multiples of g_B = 2^(32 B). A finite nonzero
+/// v with |v| < 2^e (e = exponent_bound(v)) has window T(v) = floor(e / 32),
+/// so |v| < 2^(32 T(v) + 31). An accumulator keeps a window of three bins,
+/// T, T-1, T-2, where T is the largest T(v) it has seen.
 ///
-/// Accuracy: every value loses less than 2^(32(t-2)) <= 2^-64 times the
-/// largest magnitude M in its coordinate, so n values lose at most
-/// n 2^-64 M, and the final conversion rounds twice (about 1 ulp of the
-/// result). Plain double summation loses up to about n 2^-53 sum|x|.
-/// Exact in the bins for up to 2^30 values per coordinate (the int64 sums
-/// cannot overflow below that).
+/// Split of one value (the definition everything else reproduces). In a
+/// window T >= T(v): r_T = v; for B = T, T-1, T-2: q_B = the multiple of
+/// g_B nearest to r_B, ties away from zero, and r_(B-1) = r_B - q_B. Every
+/// q_B = k_B g_B with |k_B| <= 2^31 (|r_T| < 2^31 g_T and |r_(B-1)| <=
+/// g_B / 2 = 2^31 g_(B-1)); r_(T-3) is dropped. If T > T(v) then
+/// |v| < g_T / 2, so q_T = 0 and the split in window T is the split in
+/// window T-1 shifted by one bin with its lowest chunk dropped. Hence
+/// *raising a window is dropping its lowest bins*, and an accumulator that
+/// adds up the k_B of its values holds, whatever the order in which values
+/// arrived and whenever its window rose, exactly the sum over its values
+/// of k_B(v, T) for its final T. Integer addition is associative, and
+/// merging two accumulators raises both to the larger window (dropping
+/// bins, which again gives the split in that window), so the bins and the
+/// final rounding are the same bits for any order, thread count, backend,
+/// partition into parts, or number of ranks.
 ///
-/// Layout of one accumulator: {t, bin t, bin t-1, bin t-2} as int64;
-/// t = empty_window before the first nonzero value, poisoned_window after a
-/// NaN or infinity (the result is then NaN).
+/// Computing q_B in floating point. Let r' be r with the lowest bit of its
+/// significand set (set_last_bit). If that bit weighs at most g / 4, r'
+/// is never halfway between multiples of g and lies on r's side of every
+/// halfway point (r' - r is below one unit of r's last bit, and halfway
+/// points are even multiples of it), so rounding r' to nearest, with any
+/// tie rule, gives q. The bit weighs at most 2^-21 g for normal r (|r| <=
+/// 2^31 g) and 2^-1074 for subnormal r, at most g / 4 in every window the
+/// floating-point deposit serves (T >= -31, so g >= 2^-1056).
+/// - The reduction's deposit (BinnedSumFunctor) keeps, per coordinate and
+///   bin, a double S_B that starts at M_B = 1.5 2^(52 + 32 B), whose
+///   binade [2^(52 + 32 B), 2^(53 + 32 B)) has spacing g_B. S + r' rounds
+///   to S + q exactly (S is a multiple of g_B), so q = (S + r') - S
+///   exactly, and r - q is exact (Sterbenz). Per contribution: three
+///   additions of r' into S_T, S_(T-1), S_(T-2) and two subtractions, no
+///   branch and no product (a fused multiply-add cannot change a bit), a
+///   loop over the coordinates that compilers vectorize. S_B stays in its
+///   binade while |S_B - M_B| < 2^51 g_B: after at most 2^19 samples
+///   (|q| <= 2^31 g_B), S_B - M_B (exact) is moved into the int64 bin as
+///   (S_B - M_B) / g_B and S_B restarts at M_B; also at every window raise,
+///   at joins and at the end. Where and when that happens changes no bit.
+/// - binned_add (integer format, any magnitude, and windows outside
+///   -31 ... 30: values below 2^-993, whose lowest g is below 2^-1072, and
+///   from 2^991 on, whose M would overflow): v scaled exactly by 2^(-32
+///   (T - 2)), so that g_(T-2) = 1, every r normal wherever a chunk can be
+///   nonzero (a scaled value that underflows lies below 2^-1022 and rounds
+///   to 0 either way), and q = (r' + 1.5 2^(52 + u)) - 1.5 2^(52 + u) for
+///   the bin of g = 2^u: the same rounding of r' with a fixed S.
+///
+/// Accuracy: every value loses at most g_(T-2) / 2 = 2^(32 T - 65) <=
+/// 2^-64 M, with M the largest magnitude in its coordinate (2^(32 T) <=
+/// 2^(e-1) <= M), so n values lose at most n 2^-64 M before the final
+/// conversion, which rounds twice (about 1 ulp of the result). Plain
+/// double summation loses up to about n 2^-53 sum|x|. The int64 bins are
+/// exact for up to 2^32 values per coordinate (|k_B| <= 2^31).
+///
+/// Integer format of one accumulator (what joins, the step and MPI see):
+/// {T, bin T, bin T-1, bin T-2} as int64; T = empty_window before the
+/// first nonzero value, poisoned_window after a NaN or infinity (the result
+/// is then NaN).
 constexpr int bin_bits = 32;
 constexpr int bins_per_window = 3;
 constexpr int binned_width = 1 + bins_per_window;
 constexpr std::int64_t empty_window = INT64_MIN;
 constexpr std::int64_t poisoned_window = INT64_MAX;
+/// The windows the floating-point deposit serves.
+constexpr std::int64_t fast_window_min = -31;
+constexpr std::int64_t fast_window_max = 30;
+/// The most samples the floating-point bins take between two moves into
+/// the int64 bins.
+constexpr std::int64_t max_flush_interval = std::int64_t(1) << 19;
 
 /// 2^k for -1022 <= k <= 1023, exact.
 KOKKOS_INLINE_FUNCTION double pow2(int k) {
@@ -67,8 +123,10 @@ KOKKOS_INLINE_FUNCTION int exponent_bound(double v) {
   return raw == 0 ? -1022 : raw - 1022;
 }
 
-KOKKOS_INLINE_FUNCTION std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
+/// The window T(v) = floor(e / 32) of a finite nonzero v (e from
+/// exponent_bound, >= -1022, so e + 1056 > 0 and the shift is a floor).
+KOKKOS_INLINE_FUNCTION std::int64_t window_of(double v) {
+  return std::int64_t((exponent_bound(v) + 1056) >> 5) - 33;
 }
 
 /// Moves the window of `acc` up to top bin `t` (>= its own), dropping the
@@ -81,56 +139,50 @@ KOKKOS_INLINE_FUNCTION void raise_window(std::int64_t* acc, std::int64_t t) {
   acc[0] = t;
 }
 
-/// Bits [32 (x/32) …) of the 53-bit integer m shifted left by x (right by
-/// -x), as the 32-bit piece at shift x: (m * 2^x) mod 2^32, truncated.
-KOKKOS_INLINE_FUNCTION std::int64_t chunk_of(std::uint64_t m, int x) {
-  if (x >= 32 || x <= -64) return 0;
-  return std::int64_t((x >= 0 ? m << x : m >> -x) & 0xffffffffULL);
+/// r with the lowest bit of its significand set (see the method above).
+KOKKOS_FORCEINLINE_FUNCTION double set_last_bit(double r) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &r, sizeof bits);
+  bits |= 1;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
 }
 
-/// Adds v to the accumulator `acc`. The hot path of the reduction, in
-/// integer arithmetic only: |v| = m 2^p with m the 53-bit significand, and
-/// the three 32-bit chunks of floor(|v| / 2^(32 (t-2))) are pieces of m
-/// shifted, independent of each other (no chain of conversions); they get
-/// v's sign. The same chunks as truncating v 2^(-32 t) and peeling 32 bits
-/// at a time in floating point, at a fraction of the latency.
+/// Whether the floating-point deposit serves window t.
+KOKKOS_INLINE_FUNCTION bool fast_window(std::int64_t t) {
+  return t >= fast_window_min && t <= fast_window_max;
+}
+
+/// Adds v to the accumulator `acc` (integer format), for any finite or
+/// non-finite v: the reference form of the split, used for the windows the
+/// floating-point deposit does not serve, and by tests.
 KOKKOS_INLINE_FUNCTION void binned_add(std::int64_t* acc, double v) {
   std::uint64_t bits;
   std::memcpy(&bits, &v, sizeof bits);
   if ((bits << 1) == 0) return;  // +0 or -0
-  const int raw = int((bits >> 52) & 0x7ff);
-  // e with |v| < 2^e (subnormals: -1022); its bin floor(e / 32) by a shift
-  // of the positive e + 1056.
-  const int e = raw == 0 ? -1022 : raw - 1022;
-  const std::int64_t t_v = std::int64_t((e + 1056) >> 5) - 33;
-  std::int64_t t = acc[0];
-  // One rarely taken branch for everything unusual: a new top bin (also
-  // the first value: empty_window is below every bin), a NaN or infinity,
-  // an accumulator already poisoned.
-  if (t_v > t || raw == 0x7ff || t == poisoned_window) {
-    if (t == poisoned_window) return;
-    if (raw == 0x7ff) {
-      acc[0] = poisoned_window;
-      return;
-    }
-    if (t == empty_window)
-      acc[0] = t_v;
-    else
-      raise_window(acc, t_v);
-    t = t_v;
+  if (acc[0] == poisoned_window) return;
+  if (((bits >> 52) & 0x7ff) == 0x7ff) {
+    acc[0] = poisoned_window;
+    for (int k = 1; k < binned_width; ++k) acc[k] = 0;
+    return;
   }
-  const std::uint64_t m = (bits & 0xfffffffffffffULL) | (raw == 0 ? 0 : 0x10000000000000ULL);
-  const int p = (raw == 0 ? 1 : raw) - 1075;  // |v| = m 2^p
-  // |v| / 2^(32 (t-2)) = m 2^shift, shift <= 43 since |v| < 2^(32 (t+1)).
-  const int shift = p - int(bin_bits * (t - 2));
-  const std::int64_t sign = std::int64_t(bits >> 63);  // 1 for negative v
+  const std::int64_t t_v = window_of(v);
+  if (acc[0] == empty_window)
+    acc[0] = t_v;
+  else
+    raise_window(acc, t_v);
+  // v in units of the lowest bin: |r| < 2^95.
+  double r = scale2(v, -int(bin_bits * (acc[0] - 2)));
   for (int b = 0; b < bins_per_window; ++b) {
-    const std::int64_t chunk = chunk_of(m, shift - bin_bits * (bins_per_window - 1 - b));
-    acc[1 + b] += (chunk ^ -sign) + sign;  // chunk with v's sign
+    const int unit = bin_bits * (bins_per_window - 1 - b);  // log2 of bin b's g, scaled
+    const double fixed = 1.5 * pow2(52 + unit);
+    const double q = (set_last_bit(r) + fixed) - fixed;
+    r -= q;
+    acc[1 + b] += std::int64_t(q * pow2(-unit));
   }
 }
 
-/// Merges accumulator `src` into `dst`.
+/// Merges accumulator `src` into `dst` (integer format).
 KOKKOS_INLINE_FUNCTION void binned_merge(std::int64_t* dst, const std::int64_t* src) {
   if (src[0] == empty_window || dst[0] == poisoned_window) return;
   if (src[0] == poisoned_window || dst[0] == empty_window) {
@@ -168,66 +220,349 @@ KOKKOS_INLINE_FUNCTION double binned_value(const std::int64_t* acc) {
   return scale2(double(b[0]) + low, int(bin_bits * acc[0]));
 }
 
-/// The Kokkos array reduction behind Reproducible: `width` binned
-/// accumulators, then room for one sample's `width` contributions.
+/// To with the const and volatile qualifiers of From.
+template <class From, class To>
+struct copy_cv { using type = To; };
+template <class From, class To>
+struct copy_cv<const From, To> { using type = const To; };
+template <class From, class To>
+struct copy_cv<volatile From, To> { using type = volatile To; };
+template <class From, class To>
+struct copy_cv<const volatile From, To> { using type = const volatile To; };
+
+/// The largest Scalar at most `limit` (double: itself): for a Scalar c,
+/// |c| <= limit exactly when |c| <= limit_as<Scalar>(limit).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar limit_as(double limit) {
+  Scalar s = Scalar(limit);
+  if constexpr (sizeof(Scalar) == sizeof(float)) {
+    if (double(s) > limit) {  // rounded up (to infinity too): one step down
+      std::uint32_t bits;
+      std::memcpy(&bits, &s, sizeof bits);
+      bits -= 1;  // s > limit >= 0 here
+      std::memcpy(&s, &bits, sizeof s);
+    }
+  }
+  return s;
+}
+
+/// Slots (of int64) of the reduction's work buffer for `width`
+/// coordinates: the state of the floating-point deposit, whose first
+/// binned_width * width slots hold the integer-format accumulators when the
+/// reduction is done.
+KOKKOS_INLINE_FUNCTION constexpr std::size_t binned_work_size(std::size_t width) {
+  return 9 * width + 1;
+}
+
+/// S_B's starting value M_B = 1.5 2^(52 + 32 B) for bin b (B = t - b) of a
+/// window the floating-point deposit serves; 1.5 (spacing 2^-52) for the
+/// others, whose S only ever receives zeros (empty) or nothing that counts.
+KOKKOS_INLINE_FUNCTION double bin_start(std::int64_t t, int b) {
+  return fast_window(t) ? 1.5 * pow2(int(52 + bin_bits * (t - b))) : 1.5;
+}
+
+/// The reduction's state for `w` coordinates, structure of arrays in one
+/// int64 buffer so that a sample's deposit runs over contiguous arrays:
+/// windows T; limits as Scalar (a contribution c fits window T if |c| <=
+/// limit: the largest Scalar below 2^(32 T + 31); 0 when empty, -1 for the
+/// windows the floating-point deposit does not serve, infinity when
+/// poisoned); the floating-point bins S_B for B = T, T-1, T-2; the int64
+/// bins; the count of samples since the last flush; room for one sample's
+/// contributions. Every region is read and written as one type.
+template <class Pointer, class Scalar>
+struct BinnedState {
+  Pointer base;
+  int w;
+
+  template <class T>
+  KOKKOS_INLINE_FUNCTION auto region(int k) const {
+    using Target = typename copy_cv<std::remove_pointer_t<Pointer>, T>::type;
+    return reinterpret_cast<Target*>(base + std::size_t(k) * w);
+  }
+  KOKKOS_INLINE_FUNCTION auto top() const { return base; }
+  KOKKOS_INLINE_FUNCTION auto limit() const { return region<Scalar>(1); }
+  KOKKOS_INLINE_FUNCTION auto fp_bin(int b) const { return region<double>(2 + b); }
+  KOKKOS_INLINE_FUNCTION auto int_bin(int b) const { return base + std::size_t(5 + b) * w; }
+  KOKKOS_INLINE_FUNCTION auto count() const { return base + std::size_t(8) * w; }
+  KOKKOS_INLINE_FUNCTION auto scratch() const { return base + std::size_t(8) * w + 1; }
+
+  /// Window t for coordinate j: its limit and its floating-point bins'
+  /// starting values (their content must be in the int64 bins already).
+  KOKKOS_INLINE_FUNCTION void set_window(int j, std::int64_t t) const {
+    top()[j] = t;
+    double lim = -1;
+    if (t == empty_window) {
+      lim = 0;
+    } else if (t == poisoned_window) {
+      const std::uint64_t inf = 0x7ff0000000000000ULL;
+      std::memcpy(&lim, &inf, sizeof lim);
+    } else if (fast_window(t)) {
+      const double bound = pow2(int(bin_bits * t + bin_bits - 1));  // 2^(32 T + 31)
+      std::uint64_t bits;
+      std::memcpy(&bits, &bound, sizeof bits);
+      bits -= 1;  // the largest double below it
+      std::memcpy(&lim, &bits, sizeof lim);
+    }
+    limit()[j] = limit_as<Scalar>(lim);
+    for (int b = 0; b < bins_per_window; ++b) fp_bin(b)[j] = bin_start(t, b);
+  }
+
+  /// Coordinate j in integer format (its floating-point bins moved in).
+  KOKKOS_INLINE_FUNCTION void load(int j, std::int64_t* acc) const {
+    const std::int64_t t = top()[j];
+    acc[0] = t;
+    for (int b = 0; b < bins_per_window; ++b) {
+      acc[1 + b] = int_bin(b)[j];
+      if (fast_window(t))
+        acc[1 + b] += std::int64_t(scale2(fp_bin(b)[j] - bin_start(t, b), -int(bin_bits * (t - b))));
+    }
+  }
+
+  /// Stores coordinate j from integer format, floating-point bins restarted.
+  KOKKOS_INLINE_FUNCTION void store(int j, const std::int64_t* acc) const {
+    set_window(j, acc[0]);
+    for (int b = 0; b < bins_per_window; ++b)
+      int_bin(b)[j] = acc[0] == poisoned_window ? 0 : acc[1 + b];
+  }
+
+  /// Moves every coordinate's floating-point bins into its int64 bins.
+  KOKKOS_INLINE_FUNCTION void flush() const {
+    for (int j = 0; j < w; ++j) {
+      std::int64_t acc[binned_width];
+      load(j, acc);
+      store(j, acc);
+    }
+    *count() = 0;
+  }
+
+  /// The floating-point deposit of r into coordinate j (|r| <= its limit);
+  /// the same operations as deposit_sample's loop.
+  KOKKOS_INLINE_FUNCTION void deposit(int j, double r) const {
+    for (int b = 0; b < bins_per_window - 1; ++b) {
+      const double s = fp_bin(b)[j];
+      const double sum = s + set_last_bit(r);
+      fp_bin(b)[j] = sum;
+      r -= sum - s;
+    }
+    fp_bin(bins_per_window - 1)[j] += set_last_bit(r);
+  }
+
+  /// Adds v to coordinate j when it does not fit the window's limit: a
+  /// window raise (after moving the floating-point bins out), the first
+  /// value, a NaN or infinity, or a window the floating-point deposit does
+  /// not serve.
+  KOKKOS_INLINE_FUNCTION void add_outside(int j, double v) const {
+    std::int64_t acc[binned_width];
+    load(j, acc);
+    binned_add(acc, v);
+    store(j, acc);
+  }
+};
+
+/// Deposits one sample's w contributions c into the floating-point bins
+/// s0, s1, s2 if every one fits its window (|c_j| <= limit_j, false for
+/// NaN), and says whether it did; if it did, c is zero again, ready for
+/// the next sample. Two branch-free loops, in forms GCC vectorizes with
+/// SSE2 already.
+template <class Scalar>
+KOKKOS_FORCEINLINE_FUNCTION bool deposit_sample(Scalar* KOKKOS_RESTRICT c,
+                                                const Scalar* KOKKOS_RESTRICT limit,
+                                                double* KOKKOS_RESTRICT s0,
+                                                double* KOKKOS_RESTRICT s1,
+                                                double* KOKKOS_RESTRICT s2, int w) {
+  if constexpr (sizeof(Scalar) == sizeof(float)) {
+    int outside = 0;
+    for (int j = 0; j < w; ++j) outside |= math::fabs(c[j]) <= limit[j] ? 0 : -1;
+    if (outside != 0) return false;
+  } else {
+    // The bits of 0.0 or 1.0, or-ed: a double sum would be added in order.
+    std::uint64_t outside = 0;
+    for (int j = 0; j < w; ++j) {
+      const double flag = math::fabs(c[j]) <= limit[j] ? 0.0 : 1.0;
+      std::uint64_t bits;
+      std::memcpy(&bits, &flag, sizeof bits);
+      outside |= bits;
+    }
+    if (outside != 0) return false;
+  }
+  for (int j = 0; j < w; ++j) {
+    double r = double(c[j]);
+    c[j] = Scalar(0);
+    const double a = s0[j], sum_a = a + set_last_bit(r);
+    s0[j] = sum_a;
+    r -= sum_a - a;
+    const double b = s1[j], sum_b = b + set_last_bit(r);
+    s1[j] = sum_b;
+    r -= sum_b - b;
+    s2[j] += set_last_bit(r);
+  }
+  return true;
+}
+
+#ifdef GRADSUM_BINNED_AVX2
+/// deposit_sample compiled for AVX2 (the same operations, four lanes).
+template <class Scalar>
+__attribute__((target("avx2"), noinline)) bool deposit_sample_avx2(
+    Scalar* KOKKOS_RESTRICT c, const Scalar* KOKKOS_RESTRICT limit,
+    double* KOKKOS_RESTRICT s0, double* KOKKOS_RESTRICT s1, double* KOKKOS_RESTRICT s2, int w) {
+  return deposit_sample(c, limit, s0, s1, s2, w);
+}
+#endif
+
+/// Whether this processor runs deposit_sample_avx2 (host code).
+inline bool binned_avx2() {
+#ifdef GRADSUM_BINNED_AVX2
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return yes;
+#else
+  return false;
+#endif
+}
+
+/// The Kokkos array reduction behind Reproducible over `width`
+/// coordinates (value_count = binned_work_size(width)): per sample, the
+/// body's contributions, then deposit_sample, or, rarely, the careful path
+/// per coordinate. Joins and the final step work in integer format; the
+/// final step leaves the width integer accumulators at the front.
 template <class Scalar, class Body>
 struct BinnedSumFunctor {
   using value_type = std::int64_t[];
   using size_type = int;
-  int value_count;  // width * (binned_width + 1)
+  int value_count;
   int width;
   Body body;
+  std::int64_t flush_interval = max_flush_interval;
+  bool avx2 = false;  // run deposit_sample_avx2 (host backends only)
 
   KOKKOS_FUNCTION void init(std::int64_t* acc) const {
+    const BinnedState<std::int64_t*, Scalar> s{acc, width};
     for (int j = 0; j < width; ++j) {
-      acc[binned_width * j] = empty_window;
-      for (int k = 1; k < binned_width; ++k) acc[binned_width * j + k] = 0;
+      s.set_window(j, empty_window);
+      for (int b = 0; b < bins_per_window; ++b) s.int_bin(b)[j] = 0;
     }
-    for (int j = binned_width * width; j < value_count; ++j) acc[j] = 0;
-  }
-  KOKKOS_FUNCTION void operator()(std::int64_t i, std::int64_t* acc) const {
-    // The sample's contributions, gathered in the scratch part (whose
-    // int64 slots are at least as large and aligned as a Scalar).
-    Scalar* contribution = reinterpret_cast<Scalar*>(acc + binned_width * width);
+    *s.count() = 0;
+    Scalar* contribution = reinterpret_cast<Scalar*>(s.scratch());
     for (int j = 0; j < width; ++j) contribution[j] = Scalar(0);
+  }
+
+  KOKKOS_FUNCTION void operator()(std::int64_t i, std::int64_t* acc) const {
+    const BinnedState<std::int64_t*, Scalar> s{acc, width};
+    // The sample's contributions, gathered in the scratch part (whose
+    // int64 slots are at least as large and aligned as a Scalar; zeros
+    // from init or the previous sample).
+    Scalar* contribution = reinterpret_cast<Scalar*>(s.scratch());
     body(i, contribution);
-    for (int j = 0; j < width; ++j)
-      binned_add(acc + binned_width * j, double(contribution[j]));
+    bool done;
+#ifdef GRADSUM_BINNED_AVX2
+    if (avx2)
+      done = deposit_sample_avx2(contribution, s.limit(), s.fp_bin(0), s.fp_bin(1), s.fp_bin(2),
+                                 width);
+    else
+#endif
+      done = deposit_sample(contribution, s.limit(), s.fp_bin(0), s.fp_bin(1), s.fp_bin(2), width);
+    if (!done) {
+      for (int j = 0; j < width; ++j) {
+        if (math::fabs(contribution[j]) <= s.limit()[j])
+          s.deposit(j, double(contribution[j]));
+        else
+          s.add_outside(j, double(contribution[j]));
+        contribution[j] = Scalar(0);
+      }
+    }
+    if (++*s.count() >= flush_interval) s.flush();
+  }
+
+  template <class Dst, class Src>
+  KOKKOS_FUNCTION void join_states(Dst dst, Src src) const {
+    const BinnedState<Dst, Scalar> d{dst, width};
+    const BinnedState<Src, Scalar> s{src, width};
+    for (int j = 0; j < width; ++j) {
+      std::int64_t a[binned_width], b[binned_width];
+      d.load(j, a);
+      s.load(j, b);
+      binned_merge(a, b);
+      d.store(j, a);
+    }
+    *d.count() = 0;
   }
   KOKKOS_FUNCTION void join(std::int64_t* dst, const std::int64_t* src) const {
-    for (int j = 0; j < width; ++j) binned_merge(dst + binned_width * j, src + binned_width * j);
+    join_states(dst, src);
   }
 #if KOKKOS_VERSION < 40000
   // Kokkos 3.x recognises only a join with volatile arguments, and replaces
   // a join it does not recognise by an element-wise sum without a word.
   KOKKOS_FUNCTION void join(volatile std::int64_t* dst, const volatile std::int64_t* src) const {
-    for (int j = 0; j < width; ++j) {
-      std::int64_t a[binned_width], b[binned_width];
-      for (int k = 0; k < binned_width; ++k) {
-        a[k] = dst[binned_width * j + k];
-        b[k] = src[binned_width * j + k];
-      }
-      binned_merge(a, b);
-      for (int k = 0; k < binned_width; ++k) dst[binned_width * j + k] = a[k];
-    }
+    join_states(dst, src);
   }
 #endif
+
+  /// The integer-format accumulators {T, bin T, bin T-1, bin T-2} of the
+  /// width coordinates at the front of the buffer.
+  KOKKOS_FUNCTION void final(std::int64_t* acc) const {
+    const BinnedState<std::int64_t*, Scalar> s{acc, width};
+    s.flush();
+    // The windows move to the last floating-point bins' region: every slot
+    // read below lies at 4 width or beyond, every slot written below it.
+    std::int64_t* windows = reinterpret_cast<std::int64_t*>(s.fp_bin(2));
+    for (int j = 0; j < width; ++j) windows[j] = s.top()[j];
+    for (int j = 0; j < width; ++j) {
+      const std::int64_t t = windows[j];
+      const std::int64_t b0 = s.int_bin(0)[j], b1 = s.int_bin(1)[j], b2 = s.int_bin(2)[j];
+      acc[binned_width * j] = t;
+      acc[binned_width * j + 1] = b0;
+      acc[binned_width * j + 2] = b1;
+      acc[binned_width * j + 3] = b2;
+    }
+  }
 };
+
+/// Reproducible::reduce_bins with the floating-point bins moved into the
+/// int64 bins every `flush_interval` samples (1 to max_flush_interval;
+/// tests use small ones: the result must not change) and the AVX2 copy of
+/// the deposit where it runs (`allow_avx2`; tests compare both).
+/// Asynchronous.
+template <class Scalar, class ExecutionSpace, class Body, class BinsView>
+void reduce_binned(const ExecutionSpace& space, const std::string& label, std::int64_t n,
+                   int width, const Body& body, const BinsView& bins,
+                   std::int64_t flush_interval, bool allow_avx2 = true) {
+  if (flush_interval < 1 || flush_interval > max_flush_interval)
+    fail("gradsum::detail::reduce_binned: flush_interval is ", flush_interval, "; expected 1 to ",
+         max_flush_interval);
+  const std::size_t size = binned_work_size(std::size_t(width));
+  if (bins.extent(0) < size)
+    fail("gradsum::Reproducible::reduce_bins: the bins buffer holds ", bins.extent(0),
+         " int64 values; expected at least ", size, " for width ", width);
+  using Policy = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+  Kokkos::View<std::int64_t*, typename BinsView::memory_space,
+               Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+      result(bins.data(), size);
+  // The AVX2 copy only where the kernel runs on this host's processor.
+  const bool avx2 = allow_avx2 && binned_avx2() &&
+                    Kokkos::SpaceAccessibility<ExecutionSpace, Kokkos::HostSpace>::accessible;
+  Kokkos::parallel_reduce(
+      label, Policy(space, 0, n),
+      BinnedSumFunctor<Scalar, Body>{int(size), width, body, flush_interval, avx2}, result);
+}
 
 }  // namespace detail
 
 /// In-process reduction whose result is bit-for-bit the same for any
 /// thread count, backend, order and partition of the samples, and - with
 /// a distributed aggregation - any number of ranks: every contribution is
-/// split exactly into 32-bit chunks at absolute bin boundaries and the
-/// chunks are added as integers (see detail::binned_add for the method,
-/// after Demmel & Nguyen's ReproBLAS, and its error bound: at most
+/// split exactly into 32-bit chunks, rounded to nearest, at absolute bin
+/// boundaries, and the chunks are added exactly (see detail::binned_add
+/// and the notes above it for the method, after Demmel & Nguyen's
+/// ReproBLAS, its proof of reproducibility, and its error bound: at most
 /// n 2^-64 max|x| per coordinate before one final rounding, at least as
 /// accurate as plain double summation). Works for float and double data
-/// (contributions are split in double). The step sums the integer bins
-/// across ranks (one small extra collective agrees on the bin windows),
-/// so the cross-rank sum is exact too. Costs about one integer split per
-/// contribution on top of the gradient itself.
+/// (contributions are split in double). Inside the reduction, a sample's
+/// contributions are deposited by a vectorized loop of floating-point
+/// additions into bins that are moved into int64 bins now and then; the
+/// step sums the int64 bins across ranks (one small extra collective
+/// agrees on the bin windows), so the cross-rank sum is exact too.
 ///
 /// Needs the Analytic gradient policy.
 struct Reproducible {
@@ -235,26 +570,21 @@ struct Reproducible {
   static constexpr bool binned = true;
   static const char* name() { return "reproducible"; }
 
-  /// Sums body(i, acc) over i in [0, n) into binned accumulators in
-  /// `bins` (width * 4 int64, in a memory space the execution space can
-  /// access). Asynchronous.
+  /// Sums body(i, acc) over i in [0, n) into binned accumulators: the
+  /// first width * binned_width int64 of `bins` (which holds at least
+  /// detail::binned_work_size(width) int64, in a memory space the execution
+  /// space can access; the rest is work space). Asynchronous.
   template <class Scalar, class ExecutionSpace, class Body, class BinsView>
   void reduce_bins(const ExecutionSpace& space, const std::string& label, std::int64_t n,
                    int width, const Body& body, const BinsView& bins) const {
-    using Policy = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
-    Kokkos::View<std::int64_t*, typename BinsView::memory_space,
-                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>
-        result(bins.data(), std::size_t(width) * (detail::binned_width + 1));
-    Kokkos::parallel_reduce(
-        label, Policy(space, 0, n),
-        detail::BinnedSumFunctor<Scalar, Body>{width * (detail::binned_width + 1), width, body},
-        result);
+    detail::reduce_binned<Scalar>(space, label, n, width, body, bins,
+                                  detail::max_flush_interval);
   }
 
   /// Like Sum::reduce: the reproducible sum of body(i, acc) rounded to
-  /// Scalar into out(0 … width). Allocates a work buffer of 5 width int64
-  /// values per call (the step's own path reuses its buffers instead).
-  /// Blocking.
+  /// Scalar into out(0 … width). Allocates a work buffer of
+  /// detail::binned_work_size(width) int64 values per call (the step's own
+  /// path reuses its buffers instead). Blocking.
   template <class ExecutionSpace, class Body, class OutView>
   void reduce(const ExecutionSpace& space, const std::string& label, std::int64_t n, int width,
               const Body& body, const OutView& out) const {
@@ -262,7 +592,7 @@ struct Reproducible {
     using Memory = typename OutView::memory_space;
     Kokkos::View<std::int64_t*, Memory> bins(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::reduction::reproducible::bins"),
-        std::size_t(width) * (detail::binned_width + 1));
+        detail::binned_work_size(std::size_t(width)));
     reduce_bins<Scalar>(space, label, n, width, body, bins);
     Kokkos::parallel_for(
         "gradsum::reduction::reproducible::round", Kokkos::RangePolicy<ExecutionSpace>(space, 0, width),

@@ -576,10 +576,10 @@ class Step {
     aggregation_.template allocate<Scalar, memory_space>(std::size_t(P) + slots);
     if constexpr (binned) {
       const std::size_t width = std::size_t(P) + 1;
-      bin_work_ = bins_view("gradsum::step::bins", width * (detail::binned_width + 1));
+      bin_work_ = bins_view("gradsum::step::bins", detail::binned_work_size(width));
       bin_message_ = bins_view("gradsum::step::bins_message", width * detail::binned_width + 3);
       windows_ = bins_view("gradsum::step::bin_windows", width);
-      norm_bins_ = bins_view("gradsum::step::norm_bins", 2 * (detail::binned_width + 1));
+      norm_bins_ = bins_view("gradsum::step::norm_bins", detail::binned_work_size(2));
       host_norm_bins_ = Kokkos::create_mirror_view(Kokkos::HostSpace(), norm_bins_);
       aggregation_.template allocate<std::int64_t, memory_space>(bin_message_.extent(0));
     }

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Reproducible reduction's floating-point deposit at its edges: windows
+// that rise mid-stream, values on both sides of a window's limit, ties at
+// the lowest bin, subnormal and huge windows (the integer path), NaN and
+// infinity, and the moves of the floating-point bins into the int64 bins
+// (every sample, every third, rarely). Expected values come from the split's
+// definition (docs of gradsum/reduction/reproducible.hpp) and exact sums,
+// and every variant (backend, thread count, flush interval, AVX2 copy or
+// not, one value at a time through binned_add) must give the same bits.
+
+#include "test_helpers.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+using namespace gradsum_test;
+
+namespace {
+
+// Adds row i of an n x w table to the sample's contributions.
+template <class Scalar, class Memory>
+struct TableBody {
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, Memory> values;
+  KOKKOS_FUNCTION void operator()(std::int64_t i, Scalar* acc) const {
+    for (int j = 0; j < int(values.extent(1)); ++j) acc[j] += values(i, j);
+  }
+};
+
+// Columns of values, spread over `n` rows (row k of column j holds the
+// column's k-th value at a row that mixes the columns' order; the rest are
+// zeros), so that every thread sees some of each column.
+struct Table {
+  std::int64_t n = 0;
+  int w = 0;
+  std::vector<double> x;  // n x w, row major
+};
+
+Table spread(const std::vector<std::vector<double>>& columns, std::int64_t n) {
+  Table t;
+  t.n = n;
+  t.w = int(columns.size());
+  t.x.assign(std::size_t(n) * std::size_t(t.w), 0.0);
+  for (int j = 0; j < t.w; ++j)
+    for (std::size_t k = 0; k < columns[j].size(); ++k) {
+      const std::int64_t row = (std::int64_t(k) * 97 + 13 * j) % n;
+      REQUIRE(t.x[std::size_t(row) * t.w + j] == 0.0);
+      t.x[std::size_t(row) * t.w + j] = columns[j][k];
+    }
+  return t;
+}
+
+// The integer-format bins (binned_width per column) of the table's columns.
+template <class Space, class Scalar>
+std::vector<std::int64_t> deposit_bins(const Table& t, std::int64_t flush_interval, bool avx2) {
+  using Memory = typename Space::memory_space;
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, Memory> values("values", t.n, t.w);
+  auto h = Kokkos::create_mirror_view(values);
+  for (std::int64_t i = 0; i < t.n; ++i)
+    for (int j = 0; j < t.w; ++j) h(i, j) = Scalar(t.x[std::size_t(i) * t.w + j]);
+  Kokkos::deep_copy(values, h);
+  Kokkos::View<std::int64_t*, Memory> bins("bins", gradsum::detail::binned_work_size(t.w));
+  gradsum::detail::reduce_binned<Scalar>(Space(), "test", t.n, t.w,
+                                         TableBody<Scalar, Memory>{values}, bins, flush_interval,
+                                         avx2);
+  auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), bins);
+  return std::vector<std::int64_t>(hb.data(), hb.data() + gradsum::detail::binned_width * t.w);
+}
+
+// The same bins, one value at a time through binned_add, in row order.
+std::vector<std::int64_t> reference_bins(const Table& t) {
+  std::vector<std::int64_t> bins(std::size_t(gradsum::detail::binned_width) * t.w, 0);
+  for (int j = 0; j < t.w; ++j) bins[std::size_t(gradsum::detail::binned_width) * j] = gradsum::detail::empty_window;
+  for (std::int64_t i = 0; i < t.n; ++i)
+    for (int j = 0; j < t.w; ++j)
+      gradsum::detail::binned_add(&bins[std::size_t(gradsum::detail::binned_width) * j],
+                                  t.x[std::size_t(i) * t.w + j]);
+  return bins;
+}
+
+std::vector<double> values_of(const std::vector<std::int64_t>& bins) {
+  std::vector<double> out(bins.size() / gradsum::detail::binned_width);
+  for (std::size_t j = 0; j < out.size(); ++j)
+    out[j] = gradsum::detail::binned_value(&bins[gradsum::detail::binned_width * j]);
+  return out;
+}
+
+template <class... S, class F>
+void for_each_space(std::tuple<S...>*, F&& f) {
+  (f(static_cast<S*>(nullptr)), ...);
+}
+
+// Every variant's bins equal the one-value-at-a-time bins; returns them.
+template <class Scalar>
+std::vector<std::int64_t> check_variants(const Table& t) {
+  const auto reference = reference_bins(t);
+  for_each_space(static_cast<Spaces*>(nullptr), [&](auto* tag) {
+    using Space = std::remove_pointer_t<decltype(tag)>;
+    for (std::int64_t flush : {std::int64_t(1), std::int64_t(3), gradsum::detail::max_flush_interval})
+      for (bool avx2 : {false, true}) {
+        INFO(gradsum::space_name<Space>() << ", flush every " << flush << ", avx2 " << avx2);
+        CHECK(deposit_bins<Space, Scalar>(t, flush, avx2) == reference);
+      }
+  });
+  return reference;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+}  // namespace
+
+TEST_CASE("reproducible deposit: exact sums at the edges of windows and bins") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double sub = std::numeric_limits<double>::denorm_min();  // 2^-1074
+  const std::vector<std::vector<double>> columns = {
+      // The window rises twice mid-stream (T = 0, 1, 2); every value is a
+      // multiple of the final lowest unit 2^0: exact.
+      {1.0, std::ldexp(1.0, 40), 5.0, std::ldexp(1.0, 70), -std::ldexp(1.0, 70),
+       -std::ldexp(1.0, 40), 7 * std::ldexp(1.0, 20)},
+      // Ties at the lowest bin (window T = 2, unit 1) round away from zero:
+      // 0.5 + 0.5 - 0.5 + 1.5 + 2.5 counts 1 + 1 - 1 + 2 + 3 = 6.
+      {std::ldexp(1.0, 64), 0.5, 0.5, -0.5, 1.5, 2.5, -std::ldexp(1.0, 64)},
+      // Ties in the upper bins (window 2: 2^63 is half of 2^64, 2^31 and
+      // 3 2^31 are odd halves of 2^32): no change to the total, but to how
+      // values are split into bins, which every variant must do alike.
+      {std::ldexp(1.0, 63), std::ldexp(1.0, 31), std::ldexp(1.0, 63), std::ldexp(1.0, 31),
+       3 * std::ldexp(1.0, 31)},
+      // Both sides of window 1's limit 2^63: 2^63 - 1024 fits window 1,
+      // 2^63 needs window 2.
+      {std::ldexp(1.0, 63) - 1024, 3.0, std::ldexp(1.0, 63), -std::ldexp(1.0, 63),
+       -(std::ldexp(1.0, 63) - 1024)},
+      // Subnormals (window -32, the integer path): exact.
+      {sub, sub, 3 * sub, 1e-310, -sub, 5 * sub},
+      // Window -31, the lowest the floating-point deposit serves: residuals
+      // are subnormal; multiples of its lowest unit 2^-1056: exact.
+      {std::ldexp(1.0, -990), 3 * std::ldexp(1.0, -1050), -std::ldexp(1.0, -990),
+       std::ldexp(1.0, -1040)},
+      // Huge window (31, the integer path): 2^900 lies below its lowest
+      // unit 2^928 and rounds to 0; the rest is exact.
+      {1e300, 2e300, -1e300, std::ldexp(1.0, 900)},
+      // Non-finite values poison their coordinate only.
+      {1.0, nan, 2.0},
+      {1.0, inf, -inf},
+      // Nothing but zeros.
+      {0.0, -0.0},
+  };
+  const std::vector<double> expected = {
+      6 + 7 * std::ldexp(1.0, 20), 6.0, std::ldexp(1.0, 64) + 5 * std::ldexp(1.0, 31), 3.0,
+      9 * sub + 1e-310,
+      3 * std::ldexp(1.0, -1050) + std::ldexp(1.0, -1040), 2e300, nan, nan, 0.0};
+  const auto bins = check_variants<double>(spread(columns, 1000));
+  const auto values = values_of(bins);
+  for (std::size_t j = 0; j < expected.size(); ++j) {
+    INFO("column " << j << ": " << std::hexfloat << values[j] << ", expected " << expected[j]);
+    if (std::isnan(expected[j]))
+      CHECK(std::isnan(values[j]));
+    else
+      CHECK(same_bits(values[j], expected[j]));
+  }
+}
+
+TEST_CASE("reproducible deposit: float data, and many values between flushes") {
+  // Float contributions: multiples of 2^-10 up to 2^10 (at most 14
+  // significant bits), a window raise in the middle (2^30 to 2^38, then
+  // cancelled); the exact sum is a multiple of 2^-10 below 2^20.
+  std::mt19937_64 rng(3);
+  std::vector<std::vector<double>> columns(5);
+  std::vector<double> exact(columns.size(), 0.0);
+  for (std::size_t j = 0; j < columns.size(); ++j) {
+    for (int k = 0; k < 180; ++k) {
+      const double v = std::ldexp(double(std::int64_t(rng() % 16384) - 8192), -10 + int(rng() % 8));
+      columns[j].push_back(v);
+      exact[j] += v;  // exact
+    }
+    const double big = std::ldexp(1.0, 30 + int(j) * 2);
+    columns[j].insert(columns[j].begin() + 90, big);
+    columns[j].push_back(-big);
+  }
+  const auto bins = check_variants<float>(spread(columns, 997));
+  const auto values = values_of(bins);
+  for (std::size_t j = 0; j < columns.size(); ++j) {
+    INFO("column " << j);
+    CHECK(same_bits(values[j], exact[j]));
+  }
+}
+
+TEST_CASE("reproducible deposit: hostile data, the same bits as one value at a time") {
+  // Magnitudes 1e-30 to 1e30 with heavy cancellation: the values' low bits
+  // fall below the window and are rounded, in every variant the same way.
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int> decade(-30, 30);
+  Table t;
+  t.n = 2001;
+  t.w = 67;
+  for (std::int64_t i = 0; i < t.n * t.w; ++i) t.x.push_back(unit(rng) * std::pow(10.0, decade(rng)));
+  const auto bins = check_variants<double>(t);
+  // The bound of the method: each value loses at most half a unit of the
+  // lowest bin, 2^(32 (T - 2) - 1) <= 2^-64 max|x|, and the conversion
+  // rounds twice; the long double reference sum errs by at most
+  // n eps sum|x|.
+  const auto values = values_of(bins);
+  for (int j = 0; j < t.w; ++j) {
+    long double sum = 0;
+    double largest = 0, magnitudes = 0;
+    for (std::int64_t i = 0; i < t.n; ++i) {
+      const double v = t.x[std::size_t(i) * t.w + j];
+      sum += v;
+      largest = std::max(largest, std::fabs(v));
+      magnitudes += std::fabs(v);
+    }
+    const double bound = double(t.n) * std::ldexp(largest, -64) +
+                         double(t.n) * double(std::numeric_limits<long double>::epsilon()) *
+                             magnitudes +
+                         std::ldexp(std::fabs(values[j]), -51);
+    INFO("column " << j);
+    CHECK(std::fabs(double(values[j] - sum)) <= bound);
+  }
+}
