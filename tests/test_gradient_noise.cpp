@@ -20,7 +20,9 @@ using Space = Kokkos::DefaultHostExecutionSpace;
 using Data = gradsum::Dataset<double, Space::memory_space>;
 
 /// y = x . w* + eps with x ~ N(0, I_d), eps ~ N(0, sigma^2), w* = 0, bias 0.
-Data gaussian_regression(std::int64_t n, int d, double sigma, std::uint64_t seed) {
+template <class Memory = Space::memory_space>
+gradsum::Dataset<double, Memory> gaussian_regression(std::int64_t n, int d, double sigma,
+                                                     std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::vector<double> x(static_cast<std::size_t>(n * d)), y(static_cast<std::size_t>(n));
@@ -28,7 +30,7 @@ Data gaussian_regression(std::int64_t n, int d, double sigma, std::uint64_t seed
     for (int j = 0; j < d; ++j) x[std::size_t(i) * d + j] = normal(rng);
     y[std::size_t(i)] = sigma * normal(rng);
   }
-  return Data::from_host(n, d, x, y);
+  return gradsum::Dataset<double, Memory>::from_host(n, d, x, y);
 }
 
 }  // namespace
@@ -56,7 +58,9 @@ TEST_CASE("the moving average weighs values by decay^age, normalised") {
                     "gradsum::diagnostics::MovingAverage: decay must be in [0, 1), got 1");
 }
 
-TEST_CASE("the noise scale of least squares on Gaussian data is within 10% of its closed form") {
+TEST_CASE_TEMPLATE_DEFINE("the noise scale of least squares on Gaussian data is within 10% of "
+                          "its closed form",
+                          Backend, closed_form) {
   // Per-sample gradient of (x.w + b - y)^2 / 2 at w = delta, b = 0 (the
   // truth is w* = 0, b* = 0): g = r (x, 1) with r = x.delta - eps. For
   // x ~ N(0, I_d): E[g] = (delta, 0), so ||G||^2 = ||delta||^2, and
@@ -68,8 +72,9 @@ TEST_CASE("the noise scale of least squares on Gaussian data is within 10% of it
   const std::vector<double> delta = {0.5, -0.5, 0.5, -0.5, 0.0};  // ||delta||^2 = 1, bias 0
   const double g2 = 1.0, trace = (d + 2) * g2 + (d + 1) * sigma * sigma;  // 11
   const std::int64_t B = 64, batches = 1000;
-  const Data data = gaussian_regression(B * batches, d, sigma, 2024);
-  auto step = gradsum::make_step<double>(Space(), gradsum::Linear(d), gradsum::SquaredError{});
+  const auto data =
+      gaussian_regression<typename Backend::memory_space>(B * batches, d, sigma, 2024);
+  auto step = gradsum::make_step<double>(Backend(), gradsum::Linear(d), gradsum::SquaredError{});
   step.measure_workers(8);  // 8 workers of 8 samples per batch
   const auto theta = step.make_parameters();
   {
@@ -96,6 +101,7 @@ TEST_CASE("the noise scale of least squares on Gaussian data is within 10% of it
   // The moving average covers about the last hundred batches: looser.
   CHECK(std::fabs(smoothed.value() - trace / g2) <= 0.3 * trace / g2);
 }
+TEST_CASE_TEMPLATE_APPLY(closed_form, Spaces);
 
 TEST_CASE("worker statistics: one worker measures no noise, parts are workers, misuse is named") {
   const Data data = gaussian_regression(96, 3, 1.0, 7);
