@@ -159,7 +159,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
   auto& aggregation = step.aggregation();
   detail::on_every_rank(aggregation, [&] { options.validate(); });
   Callback* list[sizeof...(Callbacks) + 1] = {static_cast<Callback*>(&callbacks)..., nullptr};
-  const std::size_t n_callbacks = sizeof...(Callbacks);
+  constexpr std::size_t n_callbacks = sizeof...(Callbacks);
   const int rank = aggregation.rank(), ranks = aggregation.size();
   const bool global = options.sampling == Sampling::global;
 
@@ -209,7 +209,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
   // rule other than max_steps, which a resumed run checks by itself - (a
   // record of kind 0), the stopping rules' state, then every callback's.
   bool stopped = false, ended_early = false;
-  state.loop_state = [&ended_early, &stopper, &list, n_callbacks] {
+  state.loop_state = [&ended_early, &stopper, &list] {
     std::vector<double> out{0.0, ended_early ? 1.0 : 0.0};
     stopper.save_state(out);
     for (std::size_t i = 0; i < n_callbacks; ++i) list[i]->save_state(out);
