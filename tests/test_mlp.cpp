@@ -117,9 +117,11 @@ TEST_CASE("MLP: a description rebuilds the network it describes, and bad ones ar
       {"13-", "at character 4: a width is missing"},
       {"13-300(relu)-3", "layer 1 has width 300"},
   };
-  for (const auto& [text, expected] : bad) {
+  for (const auto& entry : bad) {
+    // Not a structured binding: Clang 14 cannot capture one (CAPTURE is a lambda).
+    const char* text = entry.first;
     CAPTURE(text);
-    CHECK(message(text).find(expected) != std::string::npos);
+    CHECK(message(text).find(entry.second) != std::string::npos);
   }
 }
 

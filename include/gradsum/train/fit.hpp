@@ -146,7 +146,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
   auto& aggregation = step.aggregation();
   detail::on_every_rank(aggregation, [&] { options.validate(); });
   Callback* list[sizeof...(Callbacks) + 1] = {static_cast<Callback*>(&callbacks)..., nullptr};
-  const std::size_t n_callbacks = sizeof...(Callbacks);
+  constexpr std::size_t n_callbacks = sizeof...(Callbacks);
   const int rank = aggregation.rank(), ranks = aggregation.size();
   const bool global = options.sampling == Sampling::global;
 
@@ -199,7 +199,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
   // checks by itself), the moving averages - then the stopping rules'
   // state, then every callback's.
   bool stopped = false, ended_early = false;
-  state.loop_state = [&ended_early, &loss_average, &noise, &stopper, &list, n_callbacks] {
+  state.loop_state = [&ended_early, &loss_average, &noise, &stopper, &list] {
     std::vector<double> out{0.0, ended_early ? 1.0 : 0.0};
     loss_average.save_state(out);
     noise.save_state(out);
