@@ -204,7 +204,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     loss_average.save_state(out);
     noise.save_state(out);
     stopper.save_state(out);
-    for (std::size_t i = 0; i < n_callbacks; ++i) list[i]->save_state(out);
+    for (Callback* const* c = list; *c; ++c) (*c)->save_state(out);
     return out;
   };
   if (!options.loop.empty()) {
@@ -218,7 +218,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
       loss_average.restore_state(loop, at);
       noise.restore_state(loop, at);
       stopper.restore_state(options.loop, at);
-      for (std::size_t i = 0; i < n_callbacks; ++i) list[i]->restore_state(options.loop, at);
+      for (Callback* const* c = list; *c; ++c) (*c)->restore_state(options.loop, at);
       if (at != options.loop.size())
         detail::fail("gradsum::fit: the checkpoint's loop state holds ", options.loop.size(),
                      " values, this run's stopping rules and callbacks read ", at,
