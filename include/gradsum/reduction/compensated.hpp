@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/reduction/array_reduce.hpp>
 
 #include <cstdint>
 #include <string>
@@ -109,14 +110,14 @@ struct Compensated {
   /// contributions into `acc`; `out` is a rank-1 View the execution space
   /// can access with at least `width` entries, overwritten. Asynchronous
   /// with respect to the host; fence `space` before reading `out` there.
-  /// Allocates nothing of its own.
+  /// Allocates nothing of its own, except where the accumulator is too
+  /// wide for a GPU's threads (detail::array_reduce: then it blocks).
   template <class ExecutionSpace, class Body, class OutView>
   void reduce(const ExecutionSpace& space, const std::string& label, std::int64_t n, int width,
               const Body& body, const OutView& out) const {
     using Scalar = typename OutView::non_const_value_type;
-    using Policy = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
-    Kokkos::parallel_reduce(
-        label, Policy(space, 0, n),
+    detail::array_reduce(
+        space, label, n,
         detail::CompensatedFold<Scalar, Body, OutView>{{3 * width, width, body}, out});
   }
 };

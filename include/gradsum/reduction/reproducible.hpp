@@ -3,6 +3,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/reduction/array_reduce.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -535,16 +536,15 @@ void reduce_binned(const ExecutionSpace& space, const std::string& label, std::i
   if (bins.extent(0) < size)
     fail("gradsum::Reproducible::reduce_bins: the bins buffer holds ", bins.extent(0),
          " int64 values; expected at least ", size, " for width ", width);
-  using Policy = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
   Kokkos::View<std::int64_t*, typename BinsView::memory_space,
                Kokkos::MemoryTraits<Kokkos::Unmanaged>>
       result(bins.data(), size);
   // The AVX2 copy only where the kernel runs on this host's processor.
   const bool avx2 = allow_avx2 && binned_avx2() &&
                     Kokkos::SpaceAccessibility<ExecutionSpace, Kokkos::HostSpace>::accessible;
-  Kokkos::parallel_reduce(
-      label, Policy(space, 0, n),
-      BinnedSumFunctor<Scalar, Body>{int(size), width, body, flush_interval, avx2}, result);
+  array_reduce(space, label, n,
+               BinnedSumFunctor<Scalar, Body>{int(size), width, body, flush_interval, avx2},
+               result);
 }
 
 }  // namespace detail

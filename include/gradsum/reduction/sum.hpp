@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/reduction/array_reduce.hpp>
 
 #include <cstdint>
 #include <string>
@@ -46,20 +47,19 @@ struct Sum {
   /// accumulator `acc`. `out` is a rank-1 View in a memory space the
   /// execution space can access, with at least `width` entries; it is
   /// overwritten. Asynchronous with respect to the host when `out` is not
-  /// host memory; fence `space` before reading it from the host.
+  /// host memory; fence `space` before reading it from the host. On a GPU,
+  /// an accumulator wider than detail::device_accumulator_bytes is summed
+  /// in chunks (detail::array_reduce), which allocates and blocks.
   template <class ExecutionSpace, class Body, class OutView>
   void reduce(const ExecutionSpace& space, const std::string& label,
               std::int64_t n, int width, const Body& body,
               const OutView& out) const {
     using Scalar = typename OutView::non_const_value_type;
-    using Policy = Kokkos::RangePolicy<ExecutionSpace,
-                                       Kokkos::IndexType<std::int64_t>>;
     Kokkos::View<Scalar*, typename OutView::memory_space,
                  Kokkos::MemoryTraits<Kokkos::Unmanaged>>
         result(out.data(), width);
-    Kokkos::parallel_reduce(label, Policy(space, 0, n),
-                            detail::ArraySumFunctor<Scalar, Body>{width, body},
-                            result);
+    detail::array_reduce(space, label, n, detail::ArraySumFunctor<Scalar, Body>{width, body},
+                         result);
   }
 };
 
