@@ -564,6 +564,16 @@ void reduce_binned(const ExecutionSpace& space, const std::string& label, std::i
 /// step sums the int64 bins across ranks (one small extra collective
 /// agrees on the bin windows), so the cross-rank sum is exact too.
 ///
+/// What it sums are the contributions the model and loss compute, so the
+/// same bits across backends also need the same contributions: the same
+/// floating-point operations (no contraction of a * b + c into a fused
+/// multiply-add, which nvcc does unless given --fmad=false, and host
+/// compilers do when targeting FMA hardware unless given
+/// -ffp-contract=off) and the same math functions (CUDA's exp and log may
+/// differ from the host's in the last bit, which logistic and softmax
+/// losses see). Within one build, thread counts, partitions and rank
+/// counts never change a bit.
+///
 /// Needs the Analytic gradient policy.
 struct Reproducible {
   /// The step aggregates this reduction's integer bins, not its result.
