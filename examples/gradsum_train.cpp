@@ -329,9 +329,11 @@ template <class Space, class Model, class Loss>
 int with_optimizer(const Options& o, const Inputs& inputs, const Model& model,
                    const Loss& loss, const Aggregation& aggregation) {
   auto schedule = gradsum_train::parse_schedule(o.schedule).with_warmup(o.warmup);
+  // One Step type for the seven first-order methods (FirstOrder picks at
+  // run time), instead of seven whole Steps per model.
   auto first_order = [&](auto optimizer) {
     if (o.lr_given) optimizer.lr = o.lr;
-    gradsum::Scheduled<decltype(optimizer)> scheduled(optimizer, schedule);
+    gradsum::Scheduled<gradsum::FirstOrder> scheduled(optimizer, schedule);
     // Without --clip-norm the bound is infinite: one type either way.
     return train<Space>(o, inputs, model, loss,
                         gradsum::clip_gradient_norm(scheduled, o.clip_norm > 0 ? o.clip_norm : HUGE_VAL),

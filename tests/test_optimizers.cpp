@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include <array>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -171,6 +172,67 @@ TEST_CASE_TEMPLATE_DEFINE("first-order updates follow their published formulas",
   }
 }
 TEST_CASE_TEMPLATE_APPLY(first_order, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("FirstOrder updates exactly as the optimizer it holds", Space,
+                          first_order_runtime) {
+  // The published-formula tests above check each optimizer; FirstOrder must
+  // give the same bits, alone and under a schedule.
+  auto same = [](const auto& optimizer) {
+    INFO(optimizer.name());
+    const gradsum::FirstOrder held(optimizer);
+    CHECK(std::string(held.name()) == optimizer.name());
+    CHECK(run_library<Space>(held, 4) == run_library<Space>(optimizer, 4));
+    const auto schedule = gradsum::Schedule::exponential(0.7).with_warmup(1);
+    CHECK(run_library<Space>(gradsum::Scheduled<gradsum::FirstOrder>(held, schedule), 4) ==
+          run_library<Space>(gradsum::Scheduled<std::decay_t<decltype(optimizer)>>(optimizer, schedule), 4));
+  };
+  same(gradsum::SGD{0.1});
+  same(gradsum::Momentum{0.1, 0.8});
+  same(gradsum::Nesterov{0.05, 0.7});
+  same(gradsum::AdaGrad{0.2, 1e-10});
+  same(gradsum::RMSProp{0.01, 0.9, 1e-8});
+  same(gradsum::Adam{0.1, 0.9, 0.999, 1e-8});
+  gradsum::AdamW adamw;
+  adamw.lr = 0.1;
+  adamw.weight_decay = 0.5;
+  same(adamw);
+}
+TEST_CASE_TEMPLATE_APPLY(first_order_runtime, Spaces);
+
+TEST_CASE("FirstOrder validates with its own learning rate and resumes Adam's checkpoints") {
+  using Space = std::tuple_element_t<0, Spaces>;
+  gradsum::FirstOrder sgd = gradsum::SGD{0.1};
+  sgd.lr = -2;
+  CHECK_THROWS_WITH_AS(sgd.validate(), "gradsum::SGD: learning rate lr must be positive and finite, got -2",
+                       gradsum::Error);
+  const gradsum::FirstOrder momentum = gradsum::Momentum{0.1, 1.5};
+  CHECK_THROWS_WITH_AS(momentum.validate(),
+                       "gradsum::Momentum: momentum must be in [0, 1), got 1.5", gradsum::Error);
+  CHECK(gradsum::FirstOrder(gradsum::Adam{}).state_size(5) == 2);
+  CHECK(gradsum::FirstOrder(gradsum::SGD{}).state_size(5) == 0);
+
+  // Adam's bias correction depends on its update counter t: two updates by
+  // Adam, a checkpoint, one update by FirstOrder holding an Adam must equal
+  // three updates by Adam.
+  const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(
+      std::int64_t(xs.size()), 1, xs, ys);
+  const gradsum::Adam adam{0.1, 0.9, 0.999, 1e-8};
+  auto straight = gradsum::make_step<double>(Space(), Linear(1), SquaredError{}, adam);
+  auto theta_straight = straight.make_parameters();
+  fill(theta_straight, {0.3, -0.2});
+  for (int k = 0; k < 2; ++k) straight(theta_straight, data);
+  const std::string path = "gradsum_test_first_order.ckpt";
+  gradsum::save_checkpoint(path, straight, theta_straight, gradsum::TrainingPosition{2, 1, 0, 1});
+  straight(theta_straight, data);
+
+  auto resumed = gradsum::make_step<double>(Space(), Linear(1), SquaredError{},
+                                            gradsum::FirstOrder(adam));
+  auto theta_resumed = resumed.make_parameters();
+  gradsum::load_checkpoint(path, resumed, theta_resumed);
+  resumed(theta_resumed, data);
+  std::remove(path.c_str());
+  CHECK(to_host(theta_resumed) == to_host(theta_straight));
+}
 
 TEST_CASE("learning-rate schedules match their closed forms") {
   using gradsum::Schedule;

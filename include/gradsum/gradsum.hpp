@@ -60,6 +60,7 @@
 
 #include <gradsum/optimizer/adaptive.hpp>
 #include <gradsum/optimizer/clipped.hpp>
+#include <gradsum/optimizer/first_order.hpp>
 #include <gradsum/optimizer/lbfgs.hpp>
 #include <gradsum/optimizer/momentum.hpp>
 #include <gradsum/optimizer/newton.hpp>

@@ -28,7 +28,7 @@ struct Clipped {
   std::int64_t clipped_updates = 0;
 
   /// The wrapped optimizer's name: clipping is a run-time knob.
-  static const char* name() { return Optimizer::name(); }
+  const char* name() const { return optimizer.name(); }
   void validate() const {
     optimizer.validate();
     if (!(max_norm > 0))

@@ -98,7 +98,7 @@ struct Scheduled {
   Scheduled(const Optimizer& o, const Schedule& s)
       : optimizer(o), schedule(s), base_lr_(o.lr) {}
 
-  static const char* name() { return Optimizer::name(); }
+  const char* name() const { return optimizer.name(); }
   void validate() const {
     optimizer.validate();
     schedule.validate();
