@@ -39,11 +39,21 @@ using CudaList = std::tuple<>;
 }  // namespace detail
 
 /// std::tuple of every execution space enabled in the Kokkos build that
-/// gradsum supports, host spaces first. Tests and benchmarks are
-/// instantiated over this list.
+/// gradsum supports, host spaces first. Tests, benchmarks and gradsum-train
+/// are instantiated over this list.
+///
+/// Defining GRADSUM_DEVICE_SPACES_ONLY in a build with a device backend
+/// keeps only the device spaces (Cuda): a CUDA build then compiles each
+/// test and example once, not once more for Serial, which the host builds
+/// cover (scripts/cuda-build does this; scripts/gpu-check, which compares
+/// the backends, does not).
+#if defined(GRADSUM_DEVICE_SPACES_ONLY) && defined(KOKKOS_ENABLE_CUDA)
+using ExecutionSpaces = detail::CudaList;
+#else
 using ExecutionSpaces = decltype(std::tuple_cat(
     std::declval<detail::SerialList>(), std::declval<detail::OpenMPList>(),
     std::declval<detail::ThreadsList>(), std::declval<detail::CudaList>()));
+#endif
 
 static_assert(std::tuple_size<ExecutionSpaces>::value > 0,
               "gradsum: the Kokkos build enables no execution space gradsum "
