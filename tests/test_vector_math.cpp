@@ -279,6 +279,45 @@ TEST_CASE("losses: the block forms match the per-sample forms, edge logits inclu
       gradsum::detail::has_block_gradient<Linear, gradsum::SoftmaxCrossEntropy, double>::value);
 }
 
+namespace {
+// A model that changes Linear's backward; it inherits block_gradient.
+struct DoubledBackward : Linear {
+  using Linear::Linear;
+  template <class Scalar>
+  KOKKOS_FUNCTION void backward(const Scalar* theta, const Scalar* x, const Scalar* dz,
+                                Scalar* g) const {
+    const Scalar twice = 2 * dz[0];
+    Linear::backward(theta, x, &twice, g);
+  }
+};
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("Linear: a derived model's own backward is not bypassed", Space,
+                          linear_derived) {
+  static_assert(gradsum::detail::has_block_gradient<Linear, BinaryCrossEntropy, double>::value);
+  static_assert(
+      !gradsum::detail::has_block_gradient<DoubledBackward, BinaryCrossEntropy, double>::value,
+      "an inherited batched path would skip the derived backward");
+  // Through the step: twice the textbook gradient, the same loss.
+  const auto p = random_problem(37, 5, Kind::binary, 2, 91);
+  const auto theta = random_vector(6, 92);
+  const auto reference = reference_sums(p, 1, Kind::binary, theta, 0, p.n);
+  std::vector<std::int64_t> all(37);
+  std::iota(all.begin(), all.end(), 0);
+  using Memory = typename Space::memory_space;
+  const auto data = gradsum::Dataset<double, Memory>::from_host(p.n, p.d, p.x, p.y);
+  auto step = gradsum::make_step<double>(Space(), DoubledBackward(5), BinaryCrossEntropy{},
+                                         gradsum::SGD{}, gradsum::Objective{0.0, false});
+  auto t = step.make_parameters();
+  fill(t, theta);
+  step.evaluate(t, data, row_list<Memory>(all));
+  auto got = to_host(step.sums());
+  for (std::size_t j = 0; j < 6; ++j)
+    CHECK(got[j] == doctest::Approx(double(2 * reference[j])).epsilon(1e-12));
+  CHECK(got[6] == doctest::Approx(double(reference[6])).epsilon(1e-12));
+}
+TEST_CASE_TEMPLATE_APPLY(linear_derived, Spaces);
+
 TEST_CASE_TEMPLATE_DEFINE("Linear: the batched gradient equals the textbook sums", Space,
                           linear_batched) {
   std::uint64_t seed = 100;

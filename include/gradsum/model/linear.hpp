@@ -9,8 +9,12 @@
 #include <type_traits>
 
 #ifndef GRADSUM_LINEAR_BLOCK
-/// Samples per block on the linear model's batched path.
-#define GRADSUM_LINEAR_BLOCK 8
+/// Samples per block on the linear model's batched path. The loss's exp
+/// and log1p are long dependency chains; 16 samples give the compiler
+/// enough independent SIMD lanes to hide them (measured with
+/// bench_gradient, logistic regression, float, d = 32, one thread:
+/// 68 M samples/s with 8, 81 M/s with 16, 81 M/s with 32, x86-64 baseline).
+#define GRADSUM_LINEAR_BLOCK 16
 #endif
 
 namespace gradsum {
@@ -27,7 +31,8 @@ namespace gradsum {
 /// vectorizes, then their gradients. The Analytic gradient takes the
 /// batched path on host spaces when `batched` is true (the default) and
 /// the reduction does not need each sample's contribution on its own
-/// (Reproducible does); GPUs keep the per-sample path.
+/// (Reproducible does); GPUs keep the per-sample path, and so does a class
+/// derived from Linear (its own forward or backward would be bypassed).
 class Linear {
  public:
   /// Samples per block on the batched path.
@@ -118,7 +123,16 @@ class Linear {
       y[s] = ys[s];
     }
     const Scalar total = loss.template block_value_and_derivative<B>(z, y, m, dz);
-    for (int s = 0; s < m; ++s) backward(theta, xs[s], dz + s, g);
+    // g += dz_s (x_s, 1), four samples per pass over g: a quarter of the
+    // loads and stores of g that one backward() per sample would make.
+    int s = 0;
+    for (; s + 4 <= m; s += 4) {
+      const Scalar *x0 = xs[s], *x1 = xs[s + 1], *x2 = xs[s + 2], *x3 = xs[s + 3];
+      const Scalar r0 = dz[s], r1 = dz[s + 1], r2 = dz[s + 2], r3 = dz[s + 3];
+      for (int j = 0; j < d_; ++j) g[j] += (r0 * x0[j] + r1 * x1[j]) + (r2 * x2[j] + r3 * x3[j]);
+      g[d_] += (r0 + r1) + (r2 + r3);
+    }
+    for (; s < m; ++s) backward(theta, xs[s], dz + s, g);
     return total;
   }
 
