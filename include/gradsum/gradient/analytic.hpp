@@ -41,6 +41,10 @@ template <class R, class C, class... A>
 struct member_owner<R (C::*)(A...) const> {
   using type = C;
 };
+template <class R, class C, class... A>
+struct member_owner<R (C::*)(A...) const noexcept> {
+  using type = C;
+};
 
 /// Whether M declares block_gradient<L, S> itself rather than inheriting it.
 template <class M, class L, class S, class = void>
