@@ -163,6 +163,16 @@ std::vector<double> to_host(const View& v) {
   return out;
 }
 
+/// The rows `order` (data-set row numbers) as a RowList in MemorySpace.
+template <class MemorySpace>
+gradsum::RowList<MemorySpace> row_list(const std::vector<std::int64_t>& order) {
+  Kokkos::View<std::int64_t*, MemorySpace> index("index", order.size());
+  auto h = Kokkos::create_mirror_view(index);
+  for (std::size_t i = 0; i < order.size(); ++i) h(i) = order[i];
+  Kokkos::deep_copy(index, h);
+  return {index, 0, std::int64_t(order.size())};
+}
+
 /// Copies host values into a parameter View.
 template <class View>
 void fill(const View& v, const std::vector<double>& values) {

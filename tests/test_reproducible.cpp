@@ -50,11 +50,7 @@ std::vector<unsigned char> reproducible_sums(const HostProblem& p, const Model& 
                                          gradsum::Reproducible{});
   auto t = step.make_parameters();
   fill(t, theta);
-  Kokkos::View<std::int64_t*, Memory> index("index", order.size());
-  auto h = Kokkos::create_mirror_view(index);
-  for (std::size_t i = 0; i < order.size(); ++i) h(i) = order[i];
-  Kokkos::deep_copy(index, h);
-  step.evaluate(t, data, gradsum::RowList<Memory>{index, 0, std::int64_t(order.size())});
+  step.evaluate(t, data, row_list<Memory>(order));
   return bits_of(Kokkos::subview(step.sums(), Kokkos::make_pair(0, step.num_parameters() + 1)));
 }
 

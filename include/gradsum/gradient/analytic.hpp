@@ -24,15 +24,46 @@ struct has_sample_gradient<M, L, S, std::void_t<decltype(S(std::declval<const M&
                                         std::declval<const S*>(), std::declval<S>(),
                                         std::declval<S*>())))>> : std::true_type {};
 
-/// Whether a model has a batched path, model.block_gradient(loss, theta,
-/// xs, ys, m, g) over blocks of Model::block_size samples.
+/// Whether model.block_gradient(loss, theta, xs, ys, m, g) can be called.
 template <class M, class L, class S, class = void>
-struct has_block_gradient : std::false_type {};
+struct block_gradient_callable : std::false_type {};
 template <class M, class L, class S>
-struct has_block_gradient<M, L, S, std::void_t<decltype(S(std::declval<const M&>().block_gradient(
-                                       std::declval<const L&>(), std::declval<const S*>(),
-                                       std::declval<const S* const*>(), std::declval<const S*>(),
-                                       1, std::declval<S*>())))>> : std::true_type {};
+struct block_gradient_callable<
+    M, L, S,
+    std::void_t<decltype(S(std::declval<const M&>().block_gradient(
+        std::declval<const L&>(), std::declval<const S*>(), std::declval<const S* const*>(),
+        std::declval<const S*>(), 1, std::declval<S*>())))>> : std::true_type {};
+
+/// The class a const member function pointer's function is declared in.
+template <class T>
+struct member_owner {};
+template <class R, class C, class... A>
+struct member_owner<R (C::*)(A...) const> {
+  using type = C;
+};
+template <class R, class C, class... A>
+struct member_owner<R (C::*)(A...) const noexcept> {
+  using type = C;
+};
+
+/// Whether M declares block_gradient<L, S> itself rather than inheriting it.
+template <class M, class L, class S, class = void>
+struct declares_block_gradient : std::false_type {};
+template <class M, class L, class S>
+struct declares_block_gradient<M, L, S,
+                               std::void_t<decltype(&M::template block_gradient<L, S>)>>
+    : std::is_same<typename member_owner<decltype(&M::template block_gradient<L, S>)>::type,
+                   M> {};
+
+/// Whether a model has its own batched path, model.block_gradient(loss,
+/// theta, xs, ys, m, g) over blocks of Model::block_size samples. A model
+/// that only inherits one (a class derived from Linear or MLP, perhaps to
+/// change backward) keeps the per-sample path: the base's batched path
+/// would silently bypass the derived forward and backward.
+template <class M, class L, class S>
+struct has_block_gradient
+    : std::bool_constant<block_gradient_callable<M, L, S>::value &&
+                         declares_block_gradient<M, L, S>::value> {};
 
 /// Whether a reduction needs every sample's contribution on its own
 /// (Reproducible: a block's floating-point partial sum would depend on how

@@ -3,8 +3,19 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/loss/detail/value_and_derivative.hpp>
 
 #include <string>
+#include <type_traits>
+
+#ifndef GRADSUM_LINEAR_BLOCK
+/// Samples per block on the linear model's batched path. The loss's exp
+/// and log1p are long dependency chains; 16 samples give the compiler
+/// enough independent SIMD lanes to hide them (measured with
+/// bench_gradient, logistic regression, float, d = 32, one thread:
+/// 68 M samples/s with 8, 81 M/s with 16, 81 M/s with 32, x86-64 baseline).
+#define GRADSUM_LINEAR_BLOCK 16
+#endif
 
 namespace gradsum {
 
@@ -13,8 +24,20 @@ namespace gradsum {
 /// With SquaredError it is linear regression, with BinaryCrossEntropy
 /// logistic regression (z is the logit). Parameters are laid out as
 /// [w_0 … w_{d-1}, b]; the bias is not regularised.
+///
+/// Two ways to the same gradient: per sample, and batched, for losses
+/// with a block form (BinaryCrossEntropy, SquaredError): the logits of
+/// GRADSUM_LINEAR_BLOCK samples, then their loss in one loop the compiler
+/// vectorizes, then their gradients. The Analytic gradient takes the
+/// batched path on host spaces when `batched` is true (the default) and
+/// the reduction does not need each sample's contribution on its own
+/// (Reproducible does); GPUs keep the per-sample path, and so does a class
+/// derived from Linear (its own forward or backward would be bypassed).
 class Linear {
  public:
+  /// Samples per block on the batched path.
+  static constexpr int block_size = GRADSUM_LINEAR_BLOCK;
+
   /// A model for 1 <= `num_features` < 2^31 - 1 input features (the
   /// parameter count, with the bias, must fit an int).
   explicit Linear(int num_features) : d_(num_features) {
@@ -22,6 +45,9 @@ class Linear {
       detail::fail("gradsum::Linear: num_features must be in [1, 2147483646] (the ",
                    "parameter count, with the bias, must fit an int), got ", num_features);
   }
+
+  /// Whether the Analytic gradient may take the batched path (see above).
+  bool batched = true;
 
   /// Per-sample output arrays need room for one value only.
   static constexpr int output_capacity = 1;
@@ -75,6 +101,39 @@ class Linear {
     const Scalar r = dz[0];
     for (int j = 0; j < d_; ++j) g[j] += r * x[j];
     g[d_] += r;
+  }
+
+  /// Batched gradient over m <= block_size samples xs[s] with targets
+  /// ys[s]: g += the sum of their gradients; returns the sum of their
+  /// losses. Only for losses with a block form (the trait
+  /// detail::has_block_value_and_derivative); sample by sample it is the
+  /// arithmetic of forward, the loss, backward, except for the loss's own
+  /// vectorizable exp and log1p.
+  template <class Loss, class Scalar,
+            class = std::enable_if_t<
+                detail::has_block_value_and_derivative<Loss, Scalar, block_size>::value>>
+  KOKKOS_FUNCTION Scalar block_gradient(const Loss& loss, const Scalar* theta,
+                                        const Scalar* const* xs, const Scalar* ys, int m,
+                                        Scalar* g) const {
+    constexpr int B = block_size;
+    // Lanes m … B-1 are padding the loss computes and ignores.
+    Scalar z[B] = {}, y[B] = {}, dz[B];
+    for (int s = 0; s < m; ++s) {
+      forward(theta, xs[s], z + s);
+      y[s] = ys[s];
+    }
+    const Scalar total = loss.template block_value_and_derivative<B>(z, y, m, dz);
+    // g += dz_s (x_s, 1), four samples per pass over g: a quarter of the
+    // loads and stores of g that one backward() per sample would make.
+    int s = 0;
+    for (; s + 4 <= m; s += 4) {
+      const Scalar *x0 = xs[s], *x1 = xs[s + 1], *x2 = xs[s + 2], *x3 = xs[s + 3];
+      const Scalar r0 = dz[s], r1 = dz[s + 1], r2 = dz[s + 2], r3 = dz[s + 3];
+      for (int j = 0; j < d_; ++j) g[j] += (r0 * x0[j] + r1 * x1[j]) + (r2 * x2[j] + r3 * x3[j]);
+      g[d_] += (r0 + r1) + (r2 + r3);
+    }
+    for (; s < m; ++s) backward(theta, xs[s], dz + s, g);
+    return total;
   }
 
   /// H += d2[0] * (x, 1)(x, 1)^T: the Hessian of the loss through this

@@ -18,6 +18,17 @@ struct has_value_and_derivative<L, S, std::void_t<decltype(std::declval<const L&
                                           std::declval<const S*>(), 1, std::declval<S>(),
                                           std::declval<S*>()))>> : std::true_type {};
 
+/// Whether a one-output loss offers the block form
+/// L::block_value_and_derivative<B>(z, y, m, dz) over B samples at once.
+template <class L, class S, int B, class = void>
+struct has_block_value_and_derivative : std::false_type {};
+template <class L, class S, int B>
+struct has_block_value_and_derivative<
+    L, S, B,
+    std::void_t<decltype(S(std::declval<const L&>().template block_value_and_derivative<B>(
+        std::declval<const S*>(), std::declval<const S*>(), 1, std::declval<S*>())))>>
+    : std::true_type {};
+
 /// l(z, y), with dl/dz written into dz[0 … k): the loss's fused member when
 /// it has one, else value() then derivative().
 template <class Loss, class Scalar>
