@@ -4,6 +4,8 @@
 
 #include "test_helpers.hpp"
 
+#include <cfloat>
+#include <cmath>
 #include <algorithm>
 
 using namespace gradsum_test;
@@ -178,6 +180,38 @@ TEST_CASE("binary cross-entropy stays finite and exact for |z| up to 1e4") {
       CHECK(std::fabs(dz) <= 1.0);
     }
   }
+}
+
+TEST_CASE("binary cross-entropy: a confident prediction keeps its small derivative") {
+  // sigmoid(z) - y in closed form, without a difference: -1 / (1 + e^z)
+  // for y = 1, 1 / (1 + e^-z) for y = 0, in long double. At z = 30, y = 1
+  // the difference of sigmoid(z) and 1 would keep no correct digit.
+  const double zs[] = {-745.0, -300.0, -30.0, -20.0, -5.0, -0.5, 0.0,
+                       0.5,    5.0,    20.0,  30.0,  300.0, 745.0};
+  for (double z : zs)
+    for (double y : {0.0, 1.0}) {
+      const long double expected =
+          y == 1.0 ? -1.0L / (1.0L + std::exp((long double)z)) : 1.0L / (1.0L + std::exp(-(long double)z));
+      double dz = 0, fused_dz = 0, d2 = 0;
+      BinaryCrossEntropy::derivative(&z, 1, y, &dz);
+      BinaryCrossEntropy::value_and_derivative(&z, 1, y, &fused_dz);
+      BinaryCrossEntropy::second_derivative(&z, 1, y, &d2);
+      // sigmoid(z) sigmoid(-z) = 1 / ((1 + e^z)(1 + e^-z)).
+      const long double expected_d2 =
+          1.0L / ((1.0L + std::exp((long double)z)) * (1.0L + std::exp(-(long double)z)));
+      INFO("z = " << z << ", y = " << y);
+      if (std::fabs(expected) >= 1e-300L) {  // normal: four ulps, relative
+        CHECK(std::fabs(dz - expected) <= 4 * DBL_EPSILON * std::fabs(expected));
+        CHECK(std::fabs(fused_dz - expected) <= 4 * DBL_EPSILON * std::fabs(expected));
+          } else {  // below the normal range (z = +-745): tiny
+        CHECK(std::fabs(dz) <= 1e-300);
+        CHECK(std::fabs(fused_dz) <= 1e-300);
+      }
+      if (expected_d2 >= 1e-300L)
+        CHECK(std::fabs(d2 - expected_d2) <= 8 * DBL_EPSILON * expected_d2);
+      else
+        CHECK(d2 <= 1e-300);
+    }
 }
 
 TEST_CASE_TEMPLATE_DEFINE("gradient descent reaches the least-squares solution", Space,

@@ -14,7 +14,12 @@ namespace gradsum {
 /// [0, 1] (Bishop, Pattern Recognition and Machine Learning, sec. 4.3.2).
 /// log(1 + e^z) - y z is evaluated as [(1 - y) z or -y z] + log1p(e^{-|z|}),
 /// which neither overflows nor cancels for any finite z, and sigmoid
-/// branches on the sign of z for the same reason.
+/// branches on the sign of z for the same reason. The derivative is
+/// formed from q = sigmoid(-|z|) = e^{-|z|} / (1 + e^{-|z|}) so that a
+/// confident correct prediction keeps its small derivative: for z >= 0,
+/// sigmoid(z) - y = (1 - y) - q, which for y = 1 is -q itself, not the
+/// difference of two numbers near 1 (at z = 30 in double that difference
+/// would keep no correct digit).
 struct BinaryCrossEntropy {
   /// Short name used in messages and command lines.
   static const char* name() { return "binary_cross_entropy"; }
@@ -47,11 +52,18 @@ struct BinaryCrossEntropy {
     return e / (Scalar(1) + e);
   }
 
+  /// sigmoid(t) - y, given e = e^{-|t|}, without cancellation (above).
+  template <class Scalar>
+  KOKKOS_FUNCTION static Scalar residual(Scalar t, Scalar e, Scalar y) {
+    const Scalar q = e / (Scalar(1) + e);  // sigmoid(-|t|)
+    return t >= Scalar(0) ? (Scalar(1) - y) - q : q - y;
+  }
+
   /// Writes sigmoid(z) - y into `dz[0]`.
   template <class Scalar>
   KOKKOS_FUNCTION static void derivative(const Scalar* z, int /*num_outputs*/,
                                          Scalar y, Scalar* dz) {
-    dz[0] = sigmoid(z[0]) - y;
+    dz[0] = residual(z[0], math::exp(-math::fabs(z[0])), y);
   }
 
   /// The loss and, into `dz[0]`, its derivative, sharing one exponential
@@ -61,8 +73,7 @@ struct BinaryCrossEntropy {
                                                      Scalar y, Scalar* dz) {
     const Scalar t = z[0];
     const Scalar e = math::exp(-math::fabs(t));  // in (0, 1]
-    const Scalar p = t >= Scalar(0) ? Scalar(1) / (Scalar(1) + e) : e / (Scalar(1) + e);
-    dz[0] = p - y;
+    dz[0] = residual(t, e, y);
     const Scalar linear = t > Scalar(0) ? (Scalar(1) - y) * t : -y * t;
     return linear + math::log1p(e);
   }
@@ -82,7 +93,8 @@ struct BinaryCrossEntropy {
     for (int s = 0; s < B; ++s) {
       const Scalar t = z[s];
       const Scalar e = vm::exp(vm::minus_abs(t));  // in [0, 1]
-      dz[s] = vm::select(t >= Scalar(0), Scalar(1), e) / (Scalar(1) + e) - y[s];
+      const Scalar q = e / (Scalar(1) + e);  // residual(), without its branch
+      dz[s] = vm::select(t >= Scalar(0), (Scalar(1) - y[s]) - q, q - y[s]);
       // (1 - y) t for t > 0, else (0 - y) t = -y t: value()'s two cases.
       const Scalar linear = (vm::select(t > Scalar(0), Scalar(1), Scalar(0)) - y[s]) * t;
       loss[s] = linear + vm::log1p_unit(e);
@@ -98,8 +110,11 @@ struct BinaryCrossEntropy {
   template <class Scalar>
   KOKKOS_FUNCTION static void second_derivative(const Scalar* z, int /*num_outputs*/,
                                                 Scalar /*y*/, Scalar* d2) {
-    const Scalar p = sigmoid(z[0]);
-    d2[0] = p * (Scalar(1) - p);
+    // Symmetric in z: q (1 - q) with q = sigmoid(-|z|), where 1 - q does
+    // not cancel.
+    const Scalar e = math::exp(-math::fabs(z[0]));
+    const Scalar q = e / (Scalar(1) + e);
+    d2[0] = q * (Scalar(1) - q);
   }
 
   /// The predicted class: 1 when the logit is positive, else 0.
