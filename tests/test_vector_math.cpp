@@ -7,6 +7,7 @@
 #include "test_helpers.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -325,13 +326,16 @@ TEST_CASE_TEMPLATE_DEFINE("Linear: the batched gradient equals the textbook sums
                           linear_batched) {
   std::uint64_t seed = 100;
   for (std::int64_t n : {std::int64_t(1), std::int64_t(3), std::int64_t(101)})
-    for (int d : {1, 7, 32}) {
-      // scale 4 puts some logits into the tails (|z| ~ 50).
+    // d = 70 and 300 take forward()'s long-row dot product (K = 128 bytes)
+    // with a remainder; 1, 7 and 32 the short one (double 32: the long).
+    for (int d : {1, 7, 32, 70, 300}) {
+      // scale 4 puts some logits into the tails (|z| ~ 50 at d = 32; the
+      // logits grow as sqrt(d), so wider rows get a smaller scale rather
+      // than gradients below the normal range).
       for (double scale : {1.0, 4.0}) {
-        check_batched_linear<Space, double>(BinaryCrossEntropy{}, Kind::binary, n, d, scale,
-                                            ++seed);
-        check_batched_linear<Space, float>(BinaryCrossEntropy{}, Kind::binary, n, d, scale,
-                                           ++seed);
+        const double s = d > 32 ? scale * std::sqrt(32.0 / d) : scale;
+        check_batched_linear<Space, double>(BinaryCrossEntropy{}, Kind::binary, n, d, s, ++seed);
+        check_batched_linear<Space, float>(BinaryCrossEntropy{}, Kind::binary, n, d, s, ++seed);
       }
       check_batched_linear<Space, double>(SquaredError{}, Kind::regression, n, d, 1.0, ++seed);
       check_batched_linear<Space, float>(SquaredError{}, Kind::regression, n, d, 1.0, ++seed);
