@@ -14,26 +14,13 @@
 #include "common.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <type_traits>
-#include <random>
 #include <string>
-#include <vector>
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-template <class Space>
-double seconds_of(const Space& space, const std::function<void()>& work) {
-  space.fence();
-  const auto start = Clock::now();
-  work();
-  space.fence();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using gradsum_bench::seconds_of;
 
 // Best-of-5 read bandwidth (bytes/s) of a sum over an array of `bytes`
 // bytes, read as 64-bit words, eight per iteration added as a tree, so
@@ -70,23 +57,8 @@ void gradient_pass(benchmark::State& state) {
   const auto n = std::int64_t(state.range(0));
   const int d = int(state.range(1));
   const int classes = 4;
-  using Memory = typename Space::memory_space;
-  using Data = gradsum::Dataset<Scalar, Memory>;
-  typename Data::features_view x(Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::bench::x"), n, d);
-  typename Data::targets_view y(Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::bench::y"), n);
-  {
-    auto hx = Kokkos::create_mirror_view(x);
-    auto hy = Kokkos::create_mirror_view(y);
-    std::mt19937 rng(7);
-    std::normal_distribution<double> normal(0.0, 1.0);
-    for (std::int64_t i = 0; i < n; ++i) {
-      for (int j = 0; j < d; ++j) hx(i, j) = Scalar(normal(rng));
-      hy(i) = kind == Kind::linear ? Scalar(normal(rng)) : Scalar(rng() % (kind == Kind::softmax ? classes : 2));
-    }
-    Kokkos::deep_copy(x, hx);
-    Kokkos::deep_copy(y, hy);
-  }
-  const Data data(x, y);
+  const auto data = gradsum_bench::random_dataset<Space, Scalar>(
+      n, d, kind == Kind::linear ? 0 : kind == Kind::softmax ? classes : 2, 7);
   const Space space;
   double total_seconds = 0;
   auto run = [&](auto model, auto loss) {
@@ -138,6 +110,7 @@ void register_all(std::tuple<Spaces...>*) {
       register_case<Space, double, Kind::logistic>("logistic", n, 32);
     }
     register_case<Space, float, Kind::logistic>("logistic", 250000, 256);
+    register_case<Space, float, Kind::logistic>("logistic", 100000, 1024);
     register_case<Space, double, Kind::linear>("linear", 1000000, 16);
     register_case<Space, float, Kind::linear>("linear", 1000000, 64);
     register_case<Space, double, Kind::softmax>("softmax", 100000, 64);

@@ -12,29 +12,18 @@
 
 #include "common.hpp"
 
-#include <chrono>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 template <class Space, class Scalar>
 void mlp_step(benchmark::State& state, std::vector<int> hidden) {
   const auto n = std::int64_t(state.range(0));
   const int d = 64, classes = 10;
-  using Data = gradsum::Dataset<Scalar, typename Space::memory_space>;
-  std::vector<double> x(std::size_t(n) * std::size_t(d));
-  std::vector<double> y(static_cast<std::size_t>(n));
-  std::mt19937 rng(3);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  for (auto& v : x) v = normal(rng);
-  for (auto& v : y) v = double(rng() % classes);
-  const Data data = Data::from_host(n, d, x, y);
+  const auto data = gradsum_bench::random_dataset<Space, Scalar>(n, d, classes, 3);
   const Space space;
   gradsum::MLP net(d, hidden, classes, gradsum::Activation::relu);
 
@@ -54,12 +43,10 @@ void mlp_step(benchmark::State& state, std::vector<int> hidden) {
   for (auto _ : state) {
     // Alternate the paths so that both see the same machine state.
     for (int path = 0; path < 2; ++path) {
-      space.fence();
-      const auto start = Clock::now();
-      if (path == 0) per_sample(theta, data);
-      else batched(theta, data);
-      space.fence();
-      seconds[path] += std::chrono::duration<double>(Clock::now() - start).count();
+      seconds[path] += gradsum_bench::seconds_of(space, [&] {
+        if (path == 0) per_sample(theta, data);
+        else batched(theta, data);
+      });
       ++runs[path];
     }
     state.SetIterationTime(seconds[1] / double(runs[1]));

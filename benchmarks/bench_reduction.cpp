@@ -21,32 +21,13 @@
 #include <chrono>
 #include <ctime>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-template <class Space, class Scalar>
-gradsum::Dataset<Scalar, typename Space::memory_space> make_data(std::int64_t n, int d) {
-  using Data = gradsum::Dataset<Scalar, typename Space::memory_space>;
-  typename Data::features_view x(Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::bench::x"), n, d);
-  typename Data::targets_view y(Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::bench::y"), n);
-  auto hx = Kokkos::create_mirror_view(x);
-  auto hy = Kokkos::create_mirror_view(y);
-  std::mt19937 rng(7);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (int j = 0; j < d; ++j) hx(i, j) = Scalar(normal(rng));
-    hy(i) = Scalar(rng() % 2);
-  }
-  Kokkos::deep_copy(x, hx);
-  Kokkos::deep_copy(y, hy);
-  return Data(x, y);
-}
+using gradsum_bench::Clock;
 
 // A warmed-up step over `data` with `Reduction`, as a callable that times
 // one evaluate() (fenced before and after): {wall-clock, CPU} seconds.
@@ -74,7 +55,7 @@ template <class Space, class Scalar, class Reduction>
 void reduction_pass(benchmark::State& state) {
   const auto n = std::int64_t(state.range(0));
   const int d = int(state.range(1));
-  const auto data = make_data<Space, Scalar>(n, d);
+  const auto data = gradsum_bench::random_dataset<Space, Scalar>(n, d, 2, 7);
   double best = 1e300, best_cpu = 1e300;
   {
     auto evaluate = timed_evaluation<Space, Scalar, Reduction>(data, d);

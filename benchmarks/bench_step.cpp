@@ -16,9 +16,7 @@
 #include "common.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -26,42 +24,29 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Scalar = double;
-
-template <class Space>
-gradsum::Dataset<Scalar, typename Space::memory_space> make_data(std::int64_t n, int d) {
-  std::vector<double> x(static_cast<std::size_t>(n) * d), y(static_cast<std::size_t>(n));
-  std::mt19937 rng(3);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  for (auto& v : x) v = normal(rng);
-  for (auto& v : y) v = double(rng() % 2);
-  return gradsum::Dataset<Scalar, typename Space::memory_space>::from_host(n, d, x, y);
-}
 
 template <class Space, class Optimizer>
 void full_step(benchmark::State& state, Optimizer optimizer) {
   const auto n = std::int64_t(state.range(0));
   const int d = int(state.range(1));
-  const auto data = make_data<Space>(n, d);
-  auto step = gradsum::make_step<Scalar>(Space(), gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
+  const auto data = gradsum_bench::random_dataset<Space, Scalar>(n, d, 2, 3);
+  const Space space;
+  auto step = gradsum::make_step<Scalar>(space, gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
                                          optimizer, gradsum::Objective{1e-3});
   auto theta = step.make_parameters();
   step(theta, data);  // checks the data once, warms up
   // One gradient pass at the same rows, best of five: the floor of a step.
   double evaluate_seconds = 1e300;
   for (int r = 0; r < 5; ++r) {
-    const auto start = Clock::now();
-    step.evaluate(theta, data);  // blocking
-    evaluate_seconds =
-        std::min(evaluate_seconds, std::chrono::duration<double>(Clock::now() - start).count());
+    evaluate_seconds = std::min(
+        evaluate_seconds, gradsum_bench::seconds_of(space, [&] { step.evaluate(theta, data); }));
   }
   double total = 0, best = 1e300;
   for (auto _ : state) {
-    const auto start = Clock::now();
-    const auto result = step(theta, data);  // blocking: fences before it returns
-    const double t = std::chrono::duration<double>(Clock::now() - start).count();
-    benchmark::DoNotOptimize(result.loss);
+    double loss = 0;
+    const double t = gradsum_bench::seconds_of(space, [&] { loss = step(theta, data).loss; });
+    benchmark::DoNotOptimize(loss);
     state.SetIterationTime(t);
     total += t;
     best = std::min(best, t);

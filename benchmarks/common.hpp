@@ -2,13 +2,75 @@
 #pragma once
 
 // What every benchmark binary's main does: start Kokkos, register the
-// benchmarks (for every enabled backend), run Google Benchmark, finalize.
+// benchmarks (for every enabled backend), record how the binary was
+// compiled in the JSON context, run Google Benchmark, finalize.
 
 #include <gradsum/gradsum.hpp>
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
+#include <cstdint>
+
 namespace gradsum_bench {
+
+using Clock = std::chrono::steady_clock;
+
+/// Seconds that `work()` takes, with `space` fenced before and after.
+template <class Space, class Work>
+double seconds_of(const Space& space, const Work& work) {
+  space.fence();
+  const auto start = Clock::now();
+  work();
+  space.fence();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Uniform on [-sqrt 3, sqrt 3) (mean 0, variance 1), from gradsum's
+/// SplitMix64: cheap enough that filling the larger inputs (10^8 values)
+/// does not take most of the suite's time, as std::normal_distribution did.
+inline double random_feature(gradsum::detail::SplitMix64& random) {
+  return (double(random.next() >> 11) * 0x1p-52 - 1.0) * 1.7320508075688772;
+}
+
+/// n samples of d features (mean 0, variance 1) in Space's memory, with
+/// targets: a real value (mean 0, variance 1) when `classes` is 0, else a
+/// label in [0, classes).
+template <class Space, class Scalar>
+gradsum::Dataset<Scalar, typename Space::memory_space> random_dataset(std::int64_t n, int d,
+                                                                      int classes,
+                                                                      std::uint64_t seed) {
+  using Data = gradsum::Dataset<Scalar, typename Space::memory_space>;
+  typename Data::features_view x(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::bench::x"), n, d);
+  typename Data::targets_view y(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::bench::y"), n);
+  auto hx = Kokkos::create_mirror_view(x);
+  auto hy = Kokkos::create_mirror_view(y);
+  gradsum::detail::SplitMix64 random(seed);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (int j = 0; j < d; ++j) hx(i, j) = Scalar(random_feature(random));
+    hy(i) = classes == 0 ? Scalar(random_feature(random)) : Scalar(random.below(classes));
+  }
+  Kokkos::deep_copy(x, hx);
+  Kokkos::deep_copy(y, hy);
+  return Data(x, y);
+}
+
+/// The widest x86 SIMD the compiler targeted for this binary.
+inline const char* simd_name() {
+#if defined(__AVX512F__)
+  return "avx512";
+#elif defined(__AVX2__)
+  return "avx2";
+#elif defined(__AVX__)
+  return "avx";
+#elif defined(__SSE2__)
+  return "sse2";
+#else
+  return "none";
+#endif
+}
 
 /// Runs the benchmarks that `register_all()` registers, after Kokkos has
 /// started (registration may allocate Views) and before it finalizes.
@@ -16,6 +78,12 @@ template <class Register>
 int run(int argc, char** argv, const Register& register_all) {
   Kokkos::ScopeGuard kokkos(argc, argv);
   register_all();
+#ifdef GRADSUM_BENCH_NATIVE
+  benchmark::AddCustomContext("gradsum_native", "on");
+#else
+  benchmark::AddCustomContext("gradsum_native", "off");
+#endif
+  benchmark::AddCustomContext("gradsum_simd", simd_name());
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
