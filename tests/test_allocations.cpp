@@ -10,6 +10,9 @@
 // itself may grow its per-thread reduction scratch once per process, the
 // first time it sees a wider reduction (labels Kokkos::Serial::scratch_mem
 // and an unlabelled OpenMP thread buffer); that is not the step's doing.
+// Likewise the chunked reduction's process-wide workspace (label
+// gradsum::chunked_reduction::workspace) may grow in the first steps that
+// take that path; it is kept, so later steps must not allocate it again.
 
 #include "test_helpers.hpp"
 
@@ -23,11 +26,14 @@ namespace {
 
 std::atomic<int> allocations{0};
 std::atomic<int> gradsum_allocations{0};
+std::atomic<int> workspace_allocations{0};
 std::string first_label;
 
 void count_allocation(const Kokkos_Profiling_SpaceHandle, const char* label, const void*,
                       const std::uint64_t) {
-  if (std::string(label).rfind("gradsum", 0) == 0) ++gradsum_allocations;
+  const std::string name(label);
+  if (name == "gradsum::chunked_reduction::workspace") ++workspace_allocations;
+  else if (name.rfind("gradsum", 0) == 0) ++gradsum_allocations;
   if (allocations.fetch_add(1) == 0) first_label = label;
 }
 
@@ -37,6 +43,7 @@ class AllocationCounter {
   AllocationCounter() {
     allocations = 0;
     gradsum_allocations = 0;
+    workspace_allocations = 0;
     first_label.clear();
     Kokkos::Tools::Experimental::set_allocate_data_callback(count_allocation);
   }
@@ -45,46 +52,56 @@ class AllocationCounter {
   AllocationCounter& operator=(const AllocationCounter&) = delete;
   /// Every allocation since construction.
   int count() const { return allocations; }
-  /// Those labelled gradsum::….
+  /// Those labelled gradsum::…, except the chunked reduction's workspace.
   int gradsum_count() const { return gradsum_allocations; }
+  /// Those of the chunked reduction's workspace.
+  int workspace_count() const { return workspace_allocations; }
   const std::string& first() const { return first_label; }
 };
 
-// Builds the step (allocating everything it needs), then counts the
-// allocations of `steps` more steps: mini-batches through a RowList and a
-// full batch, as training does.
+// Counts the allocations of a built step's first steps, then of `steps`
+// more: mini-batches through a RowList and a full batch, as training does.
+// The first steps may grow only the chunked reduction's workspace; the
+// later ones may allocate nothing at all.
+template <class Step, class Data, class Sampler>
+void check_allocations(Step step, const Data& data, const Sampler& sampler, int steps = 4) {
+  auto theta = step.make_parameters();
+  {
+    AllocationCounter first;
+    step(theta, data, sampler.batch(0));
+    step(theta, data);
+    CHECK_MESSAGE(first.gradsum_count() == 0, "the first steps allocated ",
+                  first.gradsum_count(), " gradsum buffer(s), first: ", first.first());
+  }
+  AllocationCounter counter;
+  for (int s = 1; s <= steps; ++s) {
+    step(theta, data, sampler.batch(s % sampler.num_batches()));
+    step(theta, data);
+  }
+  CHECK_MESSAGE(counter.count() == 0, "the steps allocated ", counter.count(),
+                " time(s), first: ", counter.first());
+}
+
+// Builds a step of a small linear model (allocating everything it needs)
+// and checks its allocations.
 template <class Space, class Optimizer>
-void check_steps_allocate_nothing(const Optimizer& optimizer, const char* what, bool binary = true,
-                                  int steps = 4) {
+void check_steps_allocate_nothing(const Optimizer& optimizer, const char* what, bool binary = true) {
   INFO("optimizer: " << std::string(what));
   const int d = 5;
   const auto p = random_problem(64, d, binary ? Kind::binary : Kind::regression, 2, 5);
   using Data = gradsum::Dataset<double, typename Space::memory_space>;
   auto data = Data::from_host(p.n, p.d, p.x, p.y);
   gradsum::MiniBatchSampler<typename Space::memory_space> sampler(p.n, 16, 3);
-  auto run = [&](auto step) {
-    auto theta = step.make_parameters();
-    {
-      AllocationCounter first;
-      step(theta, data, sampler.batch(0));
-      step(theta, data);
-      CHECK_MESSAGE(first.gradsum_count() == 0, "the first steps allocated ",
-                    first.gradsum_count(), " gradsum buffer(s), first: ", first.first());
-    }
-    AllocationCounter counter;
-    for (int s = 1; s <= steps; ++s) {
-      step(theta, data, sampler.batch(s % sampler.num_batches()));
-      step(theta, data);
-    }
-    CHECK_MESSAGE(counter.count() == 0, "the steps allocated ", counter.count(),
-                  " time(s), first: ", counter.first());
-  };
   if (binary)
-    run(gradsum::make_step<double>(Space(), gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
-                                   optimizer, gradsum::Objective{0.01}));
+    check_allocations(gradsum::make_step<double>(Space(), gradsum::Linear(d),
+                                                 gradsum::BinaryCrossEntropy{}, optimizer,
+                                                 gradsum::Objective{0.01}),
+                      data, sampler);
   else
-    run(gradsum::make_step<double>(Space(), gradsum::Linear(d), gradsum::SquaredError{},
-                                   optimizer, gradsum::Objective{0.01}));
+    check_allocations(gradsum::make_step<double>(Space(), gradsum::Linear(d),
+                                                 gradsum::SquaredError{}, optimizer,
+                                                 gradsum::Objective{0.01}),
+                      data, sampler);
 }
 
 }  // namespace
@@ -140,3 +157,49 @@ TEST_CASE_TEMPLATE_DEFINE("a reproducible step allocates nothing after construct
                 " time(s), first: ", counter.first());
 }
 TEST_CASE_TEMPLATE_APPLY(no_allocations_reproducible, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("a wide step allocates nothing after its first on the chunked path", Space,
+                          no_allocations_chunked) {
+  // The path a GPU takes for accumulators wider than 1 KiB, forced here on
+  // the host with the path's own chunk count. Its workspace starts empty,
+  // so the first steps must grow it (which shows the path is taken) and
+  // later steps must reuse it.
+  using Memory = typename Space::memory_space;
+  const ForceChunks force(0);
+  using Data = gradsum::Dataset<double, Memory>;
+  gradsum::MiniBatchSampler<Memory> sampler(64, 16, 3);
+  auto check = [&](auto step, const Data& data, const char* what) {
+    INFO("step: " << std::string(what));
+    gradsum::detail::chunk_workspace_release<Memory>();
+    auto theta = step.make_parameters();
+    {
+      AllocationCounter first;
+      step(theta, data, sampler.batch(0));
+      CHECK(first.workspace_count() >= 1);
+    }
+    check_allocations(std::move(step), data, sampler);
+  };
+  // 8-24(tanh)-3: 8*24+24 + 24*3+3 = 291 parameters.
+  const gradsum::MLP net(8, {24}, 3, gradsum::Activation::tanh);
+  const auto classes = random_problem(64, 8, Kind::multiclass, 3, 11);
+  const auto mlp_data = Data::from_host(classes.n, classes.d, classes.x, classes.y);
+  auto mlp_step = [&](const auto& reduction) {
+    return gradsum::make_step<double>(Space(), net, gradsum::SoftmaxCrossEntropy{}, gradsum::Adam{},
+                                      gradsum::Objective{0.01}, gradsum::Analytic{}, reduction);
+  };
+  check(mlp_step(gradsum::Sum{}), mlp_data, "mlp, sum");
+  check(mlp_step(gradsum::Compensated{}), mlp_data, "mlp, compensated");
+  check(mlp_step(gradsum::Reproducible{}), mlp_data, "mlp, reproducible");
+  // Newton sums the Hessian of 31 parameters: 961 accumulator values.
+  const auto regression = random_problem(64, 30, Kind::regression, 1, 12);
+  const auto linear_data = Data::from_host(regression.n, regression.d, regression.x, regression.y);
+  auto newton_step = [&](const auto& reduction) {
+    return gradsum::make_step<double>(Space(), gradsum::Linear(30), gradsum::SquaredError{},
+                                      gradsum::Newton{}, gradsum::Objective{0.01},
+                                      gradsum::Analytic{}, reduction);
+  };
+  check(newton_step(gradsum::Sum{}), linear_data, "newton, sum");
+  check(newton_step(gradsum::Compensated{}), linear_data, "newton, compensated");
+  check(newton_step(gradsum::Reproducible{}), linear_data, "newton, reproducible");
+}
+TEST_CASE_TEMPLATE_APPLY(no_allocations_chunked, Spaces);

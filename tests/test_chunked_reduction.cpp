@@ -14,18 +14,6 @@ using namespace gradsum_test;
 
 namespace {
 
-/// Sends every array reduction through the chunked path with `chunks`
-/// chunks while alive.
-class ForceChunks {
- public:
-  explicit ForceChunks(std::int64_t chunks) {
-    gradsum::detail::chunked_reduction_settings() = {true, chunks};
-  }
-  ~ForceChunks() { gradsum::detail::chunked_reduction_settings() = {}; }
-  ForceChunks(const ForceChunks&) = delete;
-  ForceChunks& operator=(const ForceChunks&) = delete;
-};
-
 template <class View>
 std::vector<unsigned char> bits_of(const View& v, std::size_t count) {
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
@@ -137,6 +125,60 @@ TEST_CASE_TEMPLATE_DEFINE("the chunked reduction sums an MLP of ten thousand par
                           ordinary, ordinary.size()) < 1e-13);
 }
 TEST_CASE_TEMPLATE_APPLY(chunked_mlp, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("the chunked reduction reuses and grows its workspace", Space,
+                          chunked_workspace) {
+  // The workspace outlives every call: a narrower or shorter reduction
+  // reuses it (over the stale accumulators of the last one), a wider one or
+  // one of more chunks grows it. Every result against the long double sums.
+  using Memory = typename Space::memory_space;
+  gradsum::detail::chunk_workspace_release<Memory>();
+  REQUIRE(gradsum::detail::chunk_workspace_bytes<Memory>() == 0);
+  struct Run {
+    int d;
+    std::int64_t chunks;
+    bool grows;
+  };
+  std::size_t bytes = 0;
+  for (const Run run : {Run{200, 64, true}, Run{20, 7, false}, Run{200, 3, false},
+                        Run{300, 64, true}, Run{300, 517, true}, Run{20, 1, false}}) {
+    INFO("d = " << run.d << ", chunks = " << run.chunks);
+    const auto p = random_problem(517, run.d, Kind::regression, 1, 96);
+    const auto theta = random_vector(std::size_t(run.d) + 1, 97, 0.1);
+    const auto reference = reference_sums(p, 1, Kind::regression, theta, 0, p.n);
+    const ForceChunks force(run.chunks);
+    CHECK(relative_distance(sums<Space>(p, gradsum::Linear(run.d), gradsum::SquaredError{},
+                                        gradsum::Sum{}, theta),
+                            reference, reference.size()) < 1e-13);
+    const std::size_t now = gradsum::detail::chunk_workspace_bytes<Memory>();
+    // At least a gradient and a loss per chunk.
+    CHECK(now >= std::size_t(run.chunks) * (std::size_t(run.d) + 2) * sizeof(double));
+    if (run.grows) CHECK(now > bytes);
+    else CHECK(now == bytes);
+    bytes = now;
+  }
+  // The other accumulator types in the same bytes: Compensated's doubles
+  // and Reproducible's int64 bins over what Sum left, and Sum over the bins.
+  const int d = 20;
+  const auto p = random_problem(517, d, Kind::regression, 1, 98);
+  const auto theta = random_vector(std::size_t(d) + 1, 99, 0.1);
+  const auto reference = reference_sums(p, 1, Kind::regression, theta, 0, p.n);
+  std::vector<unsigned char> ordinary_bits, chunked_bits;
+  sums<Space>(p, gradsum::Linear(d), gradsum::SquaredError{}, gradsum::Reproducible{}, theta,
+              &ordinary_bits);
+  const ForceChunks force(7);
+  CHECK(relative_distance(sums<Space>(p, gradsum::Linear(d), gradsum::SquaredError{},
+                                      gradsum::Compensated{}, theta),
+                          reference, reference.size()) < 1e-15);
+  sums<Space>(p, gradsum::Linear(d), gradsum::SquaredError{}, gradsum::Reproducible{}, theta,
+              &chunked_bits);
+  CHECK(chunked_bits == ordinary_bits);
+  CHECK(relative_distance(sums<Space>(p, gradsum::Linear(d), gradsum::SquaredError{},
+                                      gradsum::Sum{}, theta),
+                          reference, reference.size()) < 1e-13);
+  CHECK(gradsum::detail::chunk_workspace_bytes<Memory>() == bytes);
+}
+TEST_CASE_TEMPLATE_APPLY(chunked_workspace, Spaces);
 
 namespace {
 struct CountItems {

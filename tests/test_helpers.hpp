@@ -181,4 +181,21 @@ void fill(const View& v, const std::vector<double>& values) {
   Kokkos::deep_copy(v, h);
 }
 
+/// Sends every array reduction through the chunked path
+/// (reduction/array_reduce.hpp) with `chunks` chunks (0: the path's own
+/// choice) while alive, and restores the previous settings on destruction,
+/// also when a REQUIRE throws.
+class ForceChunks {
+ public:
+  explicit ForceChunks(std::int64_t chunks) : saved_(gradsum::detail::chunked_reduction_settings()) {
+    gradsum::detail::chunked_reduction_settings() = {true, chunks};
+  }
+  ~ForceChunks() { gradsum::detail::chunked_reduction_settings() = saved_; }
+  ForceChunks(const ForceChunks&) = delete;
+  ForceChunks& operator=(const ForceChunks&) = delete;
+
+ private:
+  gradsum::detail::ChunkedReductionSettings saved_;
+};
+
 }  // namespace gradsum_test

@@ -14,12 +14,24 @@
 /// global memory, the same functor's init, operator(), join and final, and
 /// a pairwise tree of joins over the chunks. The result is the same sum
 /// (Reproducible: the same bits, since its joins are exact).
+///
+/// The chunk accumulators live in one workspace per memory space, kept
+/// between calls so that a training step allocates nothing: it grows to the
+/// largest chunked reduction seen so far (the first step that takes the
+/// path grows it; later steps of the same size reuse it) and is released by
+/// a Kokkos finalize hook, so no View outlives Kokkos::finalize. A mutex
+/// guards it for the whole (blocking) chunked reduction: chunked reductions
+/// on one memory space from several host threads, or on several instances
+/// of one space, run one after another.
 
+#include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -111,13 +123,83 @@ struct ChunkFinal {
   }
 };
 
+/// The chunked path's workspace on one memory space: a byte buffer, viewed
+/// by each reduction as its chunks x value_count accumulators, and the
+/// mutex that a chunked reduction holds while it uses the buffer.
+template <class MemorySpace>
+struct ChunkWorkspace {
+  std::mutex mutex;
+  Kokkos::View<unsigned char*, MemorySpace> buffer;
+  /// Whether the finalize hook that empties `buffer` is pushed for the
+  /// current Kokkos session.
+  bool release_pushed = false;
+};
+
+/// The process's workspace on MemorySpace. Never destroyed: a View
+/// destroyed at program exit would outlive Kokkos::finalize; the finalize
+/// hook empties it instead.
+template <class MemorySpace>
+ChunkWorkspace<MemorySpace>& chunk_workspace() {
+  static auto* workspace = new ChunkWorkspace<MemorySpace>();
+  return *workspace;
+}
+
+/// The bytes the workspace on MemorySpace holds now (0 before the first
+/// chunked reduction and after Kokkos::finalize). For tests.
+template <class MemorySpace>
+std::size_t chunk_workspace_bytes() {
+  auto& w = chunk_workspace<MemorySpace>();
+  const std::lock_guard<std::mutex> lock(w.mutex);
+  return w.buffer.extent(0);
+}
+
+/// Frees the workspace on MemorySpace (it grows again when next needed).
+/// Kokkos::finalize calls it through a hook; tests call it to start afresh.
+template <class MemorySpace>
+void chunk_workspace_release() {
+  auto& w = chunk_workspace<MemorySpace>();
+  const std::lock_guard<std::mutex> lock(w.mutex);
+  w.buffer = Kokkos::View<unsigned char*, MemorySpace>();
+}
+
+/// At least `bytes` of the workspace `w`, whose mutex the caller holds:
+/// the buffer as it is when big enough, else a bigger one (the old one is
+/// freed first, so the two never coexist). Its alignment (Kokkos aligns
+/// every allocation to at least 64 bytes) suits any accumulator type.
+template <class ExecutionSpace, class MemorySpace>
+unsigned char* chunk_workspace_reserve(ChunkWorkspace<MemorySpace>& w, const ExecutionSpace& space,
+                                       std::size_t bytes) {
+  if (w.buffer.extent(0) < bytes) {
+    if (!w.release_pushed) {
+      // Runs before Kokkos finalizes its spaces, on 3.4 as on 4.x.
+      Kokkos::push_finalize_hook([] {
+        auto& ws = chunk_workspace<MemorySpace>();
+        const std::lock_guard<std::mutex> lock(ws.mutex);
+        ws.buffer = Kokkos::View<unsigned char*, MemorySpace>();
+        ws.release_pushed = false;
+      });
+      w.release_pushed = true;
+    }
+    w.buffer = Kokkos::View<unsigned char*, MemorySpace>();
+    w.buffer = Kokkos::View<unsigned char*, MemorySpace>(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing,
+                           std::string("gradsum::chunked_reduction::workspace")),
+        bytes);
+  }
+  return w.buffer.data();
+}
+
 /// The chunked path with `chunks` chunks (0: as many as the space runs
-/// threads at once, within chunk_budget_bytes). Blocking.
+/// threads at once, within chunk_budget_bytes), its accumulators in the
+/// memory space's workspace (chunk_workspace), which it grows when too
+/// small. Blocking; holds the workspace's mutex throughout.
 template <class ExecutionSpace, class Functor, class Result = NoResult>
 void chunked_reduce(const ExecutionSpace& space, const std::string& label, std::int64_t n,
                     const Functor& functor, std::int64_t chunks, const Result& result = {}) {
   using T = std::remove_extent_t<typename Functor::value_type>;
-  using Work = Kokkos::View<T**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>;
+  using MemorySpace = typename ExecutionSpace::memory_space;
+  using Work = Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace,
+                            Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using Policy = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
   const int value_count = int(functor.value_count);
   const std::size_t bytes = std::size_t(value_count) * sizeof(T);
@@ -126,8 +208,16 @@ void chunked_reduce(const ExecutionSpace& space, const std::string& label, std::
     chunks = std::min<std::int64_t>(chunks, std::int64_t(chunk_budget_bytes / std::max<std::size_t>(bytes, 1)));
   }
   chunks = std::max<std::int64_t>(chunks, 1);
-  const Work work(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, label + "::chunks"),
-                  chunks, value_count);
+  if (bytes > 0 && std::uint64_t(chunks) > std::numeric_limits<std::size_t>::max() / bytes)
+    fail("gradsum::detail::chunked_reduce: ", chunks, " chunks of ", bytes,
+         " bytes overflow the address space; expected fewer chunks");
+  auto& workspace = chunk_workspace<MemorySpace>();
+  const std::lock_guard<std::mutex> lock(workspace.mutex);
+  T* data = reinterpret_cast<T*>(chunk_workspace_reserve(workspace, space, std::size_t(chunks) * bytes));
+  if (reinterpret_cast<std::uintptr_t>(data) % alignof(T) != 0)
+    fail("gradsum::detail::chunked_reduce: the workspace at ", static_cast<const void*>(data),
+         " is not aligned to ", alignof(T), " bytes for the accumulator type");
+  const Work work(data, chunks, value_count);
   Kokkos::parallel_for(label, Policy(space, 0, chunks),
                        ChunkAccumulate<Functor, Work>{functor, work, n, chunks});
   for (std::int64_t stride = 1; stride < chunks; stride *= 2)
@@ -135,7 +225,7 @@ void chunked_reduce(const ExecutionSpace& space, const std::string& label, std::
                          ChunkJoin<Functor, Work>{functor, work, stride, chunks});
   Kokkos::parallel_for(label + "::final", Kokkos::RangePolicy<ExecutionSpace>(space, 0, 1),
                        ChunkFinal<Functor, Work, Result>{functor, work, value_count, result});
-  // The chunk accumulators are freed on return.
+  // The next caller may reuse (or regrow) the workspace once the mutex is free.
   space.fence();
 }
 

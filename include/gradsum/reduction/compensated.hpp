@@ -111,7 +111,8 @@ struct Compensated {
   /// can access with at least `width` entries, overwritten. Asynchronous
   /// with respect to the host; fence `space` before reading `out` there.
   /// Allocates nothing of its own, except where the accumulator is too
-  /// wide for a GPU's threads (detail::array_reduce: then it blocks).
+  /// wide for a GPU's threads (detail::array_reduce: then it blocks and
+  /// grows a workspace kept between calls when it is too small for them).
   template <class ExecutionSpace, class Body, class OutView>
   void reduce(const ExecutionSpace& space, const std::string& label, std::int64_t n, int width,
               const Body& body, const OutView& out) const {

@@ -547,6 +547,16 @@ void reduce_binned(const ExecutionSpace& space, const std::string& label, std::i
                result);
 }
 
+/// out(j) = the binned accumulator j of `bins` (reduce_bins' layout)
+/// rounded to out's value type, for j < width. Asynchronous.
+template <class ExecutionSpace, class BinsView, class OutView>
+void round_binned(const ExecutionSpace& space, const BinsView& bins, int width, const OutView& out) {
+  using Scalar = typename OutView::non_const_value_type;
+  Kokkos::parallel_for(
+      "gradsum::reduction::reproducible::round", Kokkos::RangePolicy<ExecutionSpace>(space, 0, width),
+      KOKKOS_LAMBDA(int j) { out(j) = Scalar(binned_value(bins.data() + binned_width * j)); });
+}
+
 }  // namespace detail
 
 /// In-process reduction whose result is bit-for-bit the same for any
@@ -594,7 +604,8 @@ struct Reproducible {
   /// Like Sum::reduce: the reproducible sum of body(i, acc) rounded to
   /// Scalar into out(0 … width). Allocates a work buffer of
   /// detail::binned_work_size(width) int64 values per call (the step's own
-  /// path reuses its buffers instead). Blocking.
+  /// paths reuse their buffers instead: reduce_bins and
+  /// detail::round_binned). Blocking.
   template <class ExecutionSpace, class Body, class OutView>
   void reduce(const ExecutionSpace& space, const std::string& label, std::int64_t n, int width,
               const Body& body, const OutView& out) const {
@@ -604,9 +615,7 @@ struct Reproducible {
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::reduction::reproducible::bins"),
         detail::binned_work_size(std::size_t(width)));
     reduce_bins<Scalar>(space, label, n, width, body, bins);
-    Kokkos::parallel_for(
-        "gradsum::reduction::reproducible::round", Kokkos::RangePolicy<ExecutionSpace>(space, 0, width),
-        KOKKOS_LAMBDA(int j) { out(j) = Scalar(detail::binned_value(bins.data() + detail::binned_width * j)); });
+    detail::round_binned(space, bins, width, out);
     space.fence();
   }
 };

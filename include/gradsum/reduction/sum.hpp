@@ -49,7 +49,8 @@ struct Sum {
   /// overwritten. Asynchronous with respect to the host when `out` is not
   /// host memory; fence `space` before reading it from the host. On a GPU,
   /// an accumulator wider than detail::device_accumulator_bytes is summed
-  /// in chunks (detail::array_reduce), which allocates and blocks.
+  /// in chunks (detail::array_reduce), which blocks and grows a workspace
+  /// kept between calls when it is too small for them.
   template <class ExecutionSpace, class Body, class OutView>
   void reduce(const ExecutionSpace& space, const std::string& label,
               std::int64_t n, int width, const Body& body,

@@ -796,9 +796,20 @@ class Step {
       if (local_error.empty()) {
         using Body = detail::HessianBody<Model, Loss, Scalar, typename Data::features_view,
                                          typename Data::targets_view, Rows>;
-        reduction_.reduce(space_, "gradsum::step::hessian", rows.size(), int(PP),
-                          Body{{model_, loss_, theta.data(), data.features(), data.targets(), rows}},
-                          hessian_sums_);
+        const Body body{{model_, loss_, theta.data(), data.features(), data.targets(), rows}};
+        bool in_bins = false;
+        if constexpr (binned) {
+          // In the step's own bins: Reproducible::reduce would allocate them per call.
+          in_bins = detail::bins_in_use(reduction_);
+          if (in_bins) {
+            reduction_.template reduce_bins<Scalar>(space_, "gradsum::step::hessian", rows.size(),
+                                                    int(PP), body, hessian_bins_);
+            detail::round_binned(space_, hessian_bins_, int(PP), hessian_sums_);
+          }
+        }
+        if (!in_bins)
+          reduction_.reduce(space_, "gradsum::step::hessian", rows.size(), int(PP), body,
+                            hessian_sums_);
         host_tail_(0) = Scalar(rows.size());
         host_tail_(1) = Scalar(0);
       } else {
@@ -1036,6 +1047,10 @@ class Step {
     const std::size_t P = std::size_t(num_parameters());
     hessian_sums_ = parameters_view("gradsum::step::hessian", P * P + 2);
     host_hessian_sums_ = Kokkos::create_mirror_view(Kokkos::HostSpace(), hessian_sums_);
+    if constexpr (binned) {
+      if (detail::bins_in_use(reduction_))
+        hessian_bins_ = bins_view("gradsum::step::hessian_bins", detail::binned_work_size(P * P));
+    }
     aggregation_.template allocate<Scalar, memory_space>(P * P + 2 > P + slots ? P * P + 2
                                                                                : P + slots);
   }
@@ -1207,6 +1222,7 @@ class Step {
   typename bins_view::HostMirror host_norm_bins_;
   parameters_view hessian_sums_;
   typename parameters_view::HostMirror host_hessian_sums_;
+  bins_view hessian_bins_;  // the Hessian's bins while bins_in_use(reduction_)
   std::vector<double> hessian_;
   const void* checked_data_ = nullptr;
   std::int64_t checked_rows_ = -1;
