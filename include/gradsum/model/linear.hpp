@@ -98,7 +98,7 @@ class Linear {
     // rows 32 bytes (bench_gradient, logistic, float, one thread: d = 32
     // runs 1.4x faster with 32 bytes than with 128 under -march=native on
     // AVX-512, d = 256 twice as fast with 128 than with 32).
-    if (d_ * int(sizeof(Scalar)) >= 256)
+    if (long_rows<Scalar>())
       z[0] = theta[d_] + detail::dot<128 / sizeof(Scalar)>(theta, x, d_);
     else
       z[0] = theta[d_] + detail::dot<32 / sizeof(Scalar)>(theta, x, d_);
@@ -127,8 +127,7 @@ class Linear {
                                         Scalar* g) const {
     constexpr int B = block_size;
     constexpr int half = B / 2 > 0 ? B / 2 : 1;
-    if (d_ * int(sizeof(Scalar)) < 256 || B == 1)
-      return sub_block_gradient<B>(loss, theta, xs, ys, m, g);
+    if (!long_rows<Scalar>()) return sub_block_gradient<B>(loss, theta, xs, ys, m, g);
     Scalar total = 0;
     for (int s = 0; s < m; s += half)
       total += sub_block_gradient<half>(loss, theta, xs + s, ys + s, m - s < half ? m - s : half, g);
@@ -149,6 +148,13 @@ class Linear {
   }
 
  private:
+  /// Whether a row takes 256 bytes or more: the dot product's long form,
+  /// and half blocks on the batched path (see there).
+  template <class Scalar>
+  KOKKOS_FUNCTION bool long_rows() const {
+    return d_ * int(sizeof(Scalar)) >= 256;
+  }
+
   /// block_gradient for m <= B samples in one go.
   template <int B, class Loss, class Scalar>
   KOKKOS_FUNCTION Scalar sub_block_gradient(const Loss& loss, const Scalar* theta,

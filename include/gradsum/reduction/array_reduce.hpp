@@ -154,12 +154,14 @@ std::size_t chunk_workspace_bytes() {
 }
 
 /// Frees the workspace on MemorySpace (it grows again when next needed).
-/// Kokkos::finalize calls it through a hook; tests call it to start afresh.
+/// Tests call it to start afresh; Kokkos::finalize calls it through a hook
+/// (`finalizing`: a later Kokkos session must push the hook again).
 template <class MemorySpace>
-void chunk_workspace_release() {
+void chunk_workspace_release(bool finalizing = false) {
   auto& w = chunk_workspace<MemorySpace>();
   const std::lock_guard<std::mutex> lock(w.mutex);
   w.buffer = Kokkos::View<unsigned char*, MemorySpace>();
+  if (finalizing) w.release_pushed = false;
 }
 
 /// At least `bytes` of the workspace `w`, whose mutex the caller holds:
@@ -172,12 +174,7 @@ unsigned char* chunk_workspace_reserve(ChunkWorkspace<MemorySpace>& w, const Exe
   if (w.buffer.extent(0) < bytes) {
     if (!w.release_pushed) {
       // Runs before Kokkos finalizes its spaces, on 3.4 as on 4.x.
-      Kokkos::push_finalize_hook([] {
-        auto& ws = chunk_workspace<MemorySpace>();
-        const std::lock_guard<std::mutex> lock(ws.mutex);
-        ws.buffer = Kokkos::View<unsigned char*, MemorySpace>();
-        ws.release_pushed = false;
-      });
+      Kokkos::push_finalize_hook([] { chunk_workspace_release<MemorySpace>(true); });
       w.release_pushed = true;
     }
     w.buffer = Kokkos::View<unsigned char*, MemorySpace>();
