@@ -93,44 +93,77 @@ TEST_CASE("reproducible sums: the same bits for every order and backend") {
 }
 
 TEST_CASE("reproducible sums: parts of a batch, bitwise") {
-  // Rows split into 1-8 contiguous parts, each evaluated on its own and
-  // merged as bins, equal the whole batch's bits; the plain parts' sums,
-  // added in floating point, generally do not.
+  // Rows split into 1-8 contiguous parts, each summed on its own sample
+  // by sample (AnalyticBody) and merged as bins, equal the whole batch's
+  // bits through the step (on the host, Linear's batched path in rank-one
+  // blocks: for squared error the same contributions); the plain parts'
+  // sums, added in floating point, generally do not. d = 37 takes the
+  // deposit's register groups and its remainder.
   using Space = std::tuple_element_t<0, Spaces>;
   using Memory = Space::memory_space;
-  const auto p = hostile_problem(97, 4, 5);
-  const auto data = gradsum::Dataset<double, Memory>::from_host(p.n, p.d, p.x, p.y);
-  auto step = gradsum::make_step<double>(Space(), Linear(4), gradsum::SquaredError{},
-                                         gradsum::SGD{}, gradsum::Objective{0.0, false},
-                                         gradsum::Analytic{}, gradsum::Reproducible{});
-  auto theta = step.make_parameters();
-  fill(theta, random_vector(5, 9, 1e-3));
-  step.evaluate(theta, data);
-  const auto whole = bits_of(Kokkos::subview(step.sums(), Kokkos::make_pair(0, 6)));
-  for (int parts = 1; parts <= 8; ++parts) {
-    // Merge the parts' bins exactly as the step merges workers.
-    std::vector<std::int64_t> merged(6 * gradsum::detail::binned_width);
-    for (std::size_t j = 0; j < 6; ++j) merged[j * gradsum::detail::binned_width] = gradsum::detail::empty_window;
-    for (int part = 0; part < parts; ++part) {
-      const auto rows = gradsum::partition(p.n, parts, part);
-      Kokkos::View<std::int64_t*, Memory> bins("bins", gradsum::detail::binned_work_size(6));
-      const auto body = gradsum::detail::AnalyticBody<Linear, gradsum::SquaredError, double,
-                                                      decltype(data.features()),
-                                                      decltype(data.targets()), gradsum::RowRange>{
-          {Linear(4), gradsum::SquaredError{}, theta.data(), data.features(), data.targets(), rows}, 5};
-      gradsum::Reproducible{}.reduce_bins<double>(Space(), "test", rows.size(), 6, body, bins);
-      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), bins);
-      for (std::size_t j = 0; j < 6; ++j)
-        gradsum::detail::binned_merge(&merged[j * gradsum::detail::binned_width],
-                                      &h(j * gradsum::detail::binned_width));
+  constexpr int w = gradsum::detail::binned_width;
+  for (int d : {4, 37}) {
+    const int width = d + 2;
+    const auto p = hostile_problem(97, d, 5);
+    const auto data = gradsum::Dataset<double, Memory>::from_host(p.n, p.d, p.x, p.y);
+    auto step = gradsum::make_step<double>(Space(), Linear(d), gradsum::SquaredError{},
+                                           gradsum::SGD{}, gradsum::Objective{0.0, false},
+                                           gradsum::Analytic{}, gradsum::Reproducible{});
+    auto theta = step.make_parameters();
+    fill(theta, random_vector(std::size_t(d) + 1, 9, 1e-3));
+    step.evaluate(theta, data);
+    const auto whole = bits_of(Kokkos::subview(step.sums(), Kokkos::make_pair(0, width)));
+    for (int parts = 1; parts <= 8; ++parts) {
+      // Merge the parts' bins exactly as the step merges workers.
+      std::vector<std::int64_t> merged(std::size_t(width) * w);
+      for (int j = 0; j < width; ++j) merged[std::size_t(j) * w] = gradsum::detail::empty_window;
+      for (int part = 0; part < parts; ++part) {
+        const auto rows = gradsum::partition(p.n, parts, part);
+        Kokkos::View<std::int64_t*, Memory> bins("bins", gradsum::detail::binned_work_size(width));
+        const auto body = gradsum::detail::AnalyticBody<Linear, gradsum::SquaredError, double,
+                                                        decltype(data.features()),
+                                                        decltype(data.targets()), gradsum::RowRange>{
+            {Linear(d), gradsum::SquaredError{}, theta.data(), data.features(), data.targets(), rows},
+            d + 1};
+        gradsum::Reproducible{}.reduce_bins<double>(Space(), "test", rows.size(), width, body, bins);
+        auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), bins);
+        for (int j = 0; j < width; ++j)
+          gradsum::detail::binned_merge(&merged[std::size_t(j) * w], &h(std::size_t(j) * w));
+      }
+      std::vector<double> values(std::size_t(width), 0.0);
+      for (int j = 0; j < width; ++j)
+        values[std::size_t(j)] = gradsum::detail::binned_value(&merged[std::size_t(j) * w]);
+      std::vector<unsigned char> bytes(values.size() * sizeof(double));
+      std::memcpy(bytes.data(), values.data(), bytes.size());
+      CHECK_MESSAGE(bytes == whole, "d " << d << ", " << parts << " parts");
     }
-    std::vector<double> values(6);
-    for (std::size_t j = 0; j < 6; ++j)
-      values[j] = gradsum::detail::binned_value(&merged[j * gradsum::detail::binned_width]);
-    std::vector<unsigned char> bytes(values.size() * sizeof(double));
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    CHECK_MESSAGE(bytes == whole, parts << " parts");
   }
+}
+
+TEST_CASE("reproducible sums: Linear's batched and per-sample paths, the same bits") {
+  // Squared error: both paths compute the same contributions (the same
+  // dot product, residual and products), so their binned sums must be
+  // the same bits; the batched path deposits them a block at a time,
+  // partly in registers, the per-sample path one sample at a time.
+  auto sums = [](auto scalar, auto* tag, int d, bool batched) {
+    using Scalar = decltype(scalar);
+    using Space = std::remove_pointer_t<decltype(tag)>;
+    const auto p = hostile_problem(301, d, std::uint64_t(d));
+    const auto theta = random_vector(std::size_t(d) + 1, 43, 1e-3);
+    std::vector<std::int64_t> order(std::size_t(p.n));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(3));
+    Linear model(d);
+    model.batched = batched;
+    return reproducible_sums<Space, Scalar>(p, model, gradsum::SquaredError{}, theta, order);
+  };
+  for_each_space(static_cast<Spaces*>(nullptr), [&](auto* tag) {
+    for (int d : {1, 8, 16, 37, 70}) {
+      INFO(gradsum::space_name<std::remove_pointer_t<decltype(tag)>>() << ", d " << d);
+      CHECK(sums(double{}, tag, d, true) == sums(double{}, tag, d, false));
+      CHECK(sums(float{}, tag, d, true) == sums(float{}, tag, d, false));
+    }
+  });
 }
 
 TEST_CASE("reproducible sums are at least as accurate as plain double sums") {

@@ -219,3 +219,141 @@ TEST_CASE("reproducible deposit: hostile data, the same bits as one value at a t
     CHECK(std::fabs(double(values[j] - sum)) <= bound);
   }
 }
+
+namespace {
+
+// Blocks of B rows of an n x d table in rank-one form: sample i adds
+// scale(i) * x(i, j) to coordinate j < d, scale(i) to d and value(i) to
+// d + 1.
+template <class Scalar, class Memory, int B>
+struct TableRankOneBody {
+  using block_type = gradsum::detail::RankOneBlock<Scalar, B>;
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, Memory> x;
+  Kokkos::View<Scalar*, Memory> scale, value;
+  KOKKOS_FUNCTION void operator()(std::int64_t b, block_type& block) const {
+    const std::int64_t first = b * B, n = std::int64_t(x.extent(0));
+    block.m = n - first < B ? int(n - first) : B;
+    for (int s = 0; s < block.m; ++s) {
+      block.row[s] = &x(first + s, 0);
+      block.scale[s] = scale(first + s);
+      block.value[s] = value(first + s);
+    }
+  }
+};
+
+struct RankOneTable {
+  std::int64_t n = 0;
+  int d = 0;
+  std::vector<double> x, scale, value;  // x: n x d, row major
+};
+
+// The contributions of a rank-one table, one row per sample, as Scalar.
+template <class Scalar>
+Table contributions(const RankOneTable& r) {
+  Table t;
+  t.n = r.n;
+  t.w = r.d + 2;
+  for (std::int64_t i = 0; i < r.n; ++i) {
+    const Scalar scale = Scalar(r.scale[std::size_t(i)]);
+    for (int j = 0; j < r.d; ++j)
+      t.x.push_back(double(Scalar(scale * Scalar(r.x[std::size_t(i) * r.d + j]))));
+    t.x.push_back(double(scale));
+    t.x.push_back(double(Scalar(r.value[std::size_t(i)])));
+  }
+  return t;
+}
+
+template <class Space, class Scalar, int B>
+std::vector<std::int64_t> rank_one_bins(const RankOneTable& r, std::int64_t flush_interval,
+                                        bool avx2) {
+  using Memory = typename Space::memory_space;
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, Memory> x("x", r.n, r.d);
+  Kokkos::View<Scalar*, Memory> scale("scale", r.n), value("value", r.n);
+  auto hx = Kokkos::create_mirror_view(x);
+  auto hs = Kokkos::create_mirror_view(scale);
+  auto hv = Kokkos::create_mirror_view(value);
+  for (std::int64_t i = 0; i < r.n; ++i) {
+    for (int j = 0; j < r.d; ++j) hx(i, j) = Scalar(r.x[std::size_t(i) * r.d + j]);
+    hs(i) = Scalar(r.scale[std::size_t(i)]);
+    hv(i) = Scalar(r.value[std::size_t(i)]);
+  }
+  Kokkos::deep_copy(x, hx);
+  Kokkos::deep_copy(scale, hs);
+  Kokkos::deep_copy(value, hv);
+  const int w = r.d + 2;
+  Kokkos::View<std::int64_t*, Memory> bins("bins", gradsum::detail::binned_work_size(w));
+  gradsum::detail::reduce_binned<Scalar>(Space(), "test", (r.n + B - 1) / B, w,
+                                         TableRankOneBody<Scalar, Memory, B>{x, scale, value},
+                                         bins, flush_interval, avx2);
+  auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), bins);
+  return std::vector<std::int64_t>(hb.data(), hb.data() + gradsum::detail::binned_width * w);
+}
+
+// Rank-one blocks of 32 and of 5 samples, every backend, flush interval
+// and AVX2 choice, against one contribution at a time through binned_add.
+template <class Scalar>
+void check_rank_one(const RankOneTable& r) {
+  const auto reference = reference_bins(contributions<Scalar>(r));
+  for_each_space(static_cast<Spaces*>(nullptr), [&](auto* tag) {
+    using Space = std::remove_pointer_t<decltype(tag)>;
+    for (std::int64_t flush : {std::int64_t(1), std::int64_t(7), gradsum::detail::max_flush_interval})
+      for (bool avx2 : {false, true}) {
+        INFO(gradsum::space_name<Space>() << ", d " << r.d << ", flush every " << flush
+                                          << ", avx2 " << avx2);
+        CHECK(rank_one_bins<Space, Scalar, 32>(r, flush, avx2) == reference);
+        CHECK(rank_one_bins<Space, Scalar, 5>(r, flush, avx2) == reference);
+      }
+  });
+}
+
+// n x d features with magnitudes 10^-e … 10^e, scales likewise, values
+// mixed in sign.
+RankOneTable hostile_rank_one(std::int64_t n, int d, int e, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int> decade(-e, e);
+  RankOneTable r;
+  r.n = n;
+  r.d = d;
+  for (std::int64_t i = 0; i < n * d; ++i) r.x.push_back(unit(rng) * std::pow(10.0, decade(rng)));
+  for (std::int64_t i = 0; i < n; ++i) {
+    r.scale.push_back(unit(rng) * std::pow(10.0, decade(rng)));
+    r.value.push_back(unit(rng) * std::pow(10.0, decade(rng)));
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("reproducible deposit: rank-one blocks, the same bits as one value at a time") {
+  // Widths on both sides of the deposit's groups of 8 and 16 coordinates;
+  // the last block partial.
+  for (int d : {1, 7, 8, 16, 23, 37, 64, 70}) {
+    check_rank_one<double>(hostile_rank_one(203, d, 30, std::uint64_t(d)));
+    check_rank_one<float>(hostile_rank_one(203, d, 15, std::uint64_t(d) + 100));
+  }
+}
+
+TEST_CASE("reproducible deposit: rank-one blocks at the edges of windows") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  auto r = hostile_rank_one(150, 40, 3, 11);
+  // Window rises in the middle of a block, in some coordinates only:
+  // sample 45 (block 1 of 32, block 9 of 5) has one huge feature, sample
+  // 100 a huge scale; then a huge value of the other sign cancels them.
+  r.x[45 * 40 + 3] = std::ldexp(1.0, 70);
+  r.x[46 * 40 + 3] = -std::ldexp(1.0, 70);
+  r.x[60 * 40 + 17] = std::ldexp(1.0, -200);  // far below every window: rounded away
+  r.scale[100] = std::ldexp(1.0, 40);
+  // Non-finite contributions poison their coordinates only.
+  r.x[120 * 40 + 33] = nan;
+  r.x[121 * 40 + 39] = inf;
+  r.value[130] = -inf;
+  check_rank_one<double>(r);
+  const auto bins = reference_bins(contributions<double>(r));
+  const auto values = values_of(bins);
+  for (int j = 0; j < 42; ++j) {
+    INFO("coordinate " << j);
+    CHECK(std::isnan(values[std::size_t(j)]) == (j == 33 || j == 39 || j == 41));
+  }
+}

@@ -4,6 +4,7 @@
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
+#include <gradsum/reduction/reproducible.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -65,6 +66,19 @@ struct has_block_gradient
     : std::bool_constant<block_gradient_callable<M, L, S>::value &&
                          declares_block_gradient<M, L, S>::value> {};
 
+/// Whether model.block_residuals(loss, theta, xs, ys, m, dz, value) can be
+/// called: the batched path for reductions that need each sample's
+/// contribution, of the form dz (x, 1) (Linear).
+template <class M, class L, class S, class = void>
+struct has_block_residuals : std::false_type {};
+template <class M, class L, class S>
+struct has_block_residuals<
+    M, L, S,
+    std::void_t<decltype(std::declval<const M&>().block_residuals(
+        std::declval<const L&>(), std::declval<const S*>(), std::declval<const S* const*>(),
+        std::declval<const S*>(), 1, std::declval<S*>(), std::declval<S*>()))>>
+    : std::true_type {};
+
 /// Whether a reduction needs every sample's contribution on its own
 /// (Reproducible: a block's floating-point partial sum would depend on how
 /// rows fall into blocks, and so on the partition).
@@ -72,6 +86,34 @@ template <class R, class = void>
 struct is_binned_reduction : std::false_type {};
 template <class R>
 struct is_binned_reduction<R, std::enable_if_t<R::binned>> : std::true_type {};
+
+/// Whether a reduction that needs each sample's contribution takes them a
+/// block at a time in rank-one form (`rank_one_blocks`; Reproducible).
+template <class R, class = void>
+struct takes_rank_one_blocks : std::false_type {};
+template <class R>
+struct takes_rank_one_blocks<R, std::enable_if_t<R::rank_one_blocks>> : std::true_type {};
+
+/// Whether a reduction needs each sample's contribution now: a binned
+/// reduction, unless it is one chosen at run time (`bool bins() const`)
+/// that is not binning. (Exactly bool: the step's BinsTarget has a view
+/// named bins, whose operator() would pass a looser test.)
+template <class R, class = void>
+struct has_bins_switch : std::false_type {};
+template <class R>
+struct has_bins_switch<R, std::enable_if_t<std::is_same<
+                              decltype(std::declval<const R&>().bins()), bool>::value>>
+    : std::true_type {};
+template <class R>
+bool bins_in_use(const R& reduction) {
+  if constexpr (has_bins_switch<R>::value) return reduction.bins();
+  else return true;
+}
+template <class R>
+bool needs_each_sample(const R& reduction) {
+  if constexpr (is_binned_reduction<R>::value) return bins_in_use(reduction);
+  else return false;
+}
 
 /// What every per-sample kernel body reads: the model and loss, the
 /// parameters, the data, and which rows are selected.
@@ -135,6 +177,30 @@ struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
   }
 };
 
+/// A block of Model::block_size selected samples through the model's
+/// block_residuals, in the rank-one form of binned reductions: sample s
+/// contributes dz_s (x_s, 1) and its loss.
+template <class Model, class Loss, class Scalar, class X, class Y, class Rows>
+struct RankOneBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
+  using block_type = RankOneBlock<Scalar, Model::block_size>;
+  std::int64_t num_rows;
+
+  KOKKOS_FUNCTION void operator()(std::int64_t b, block_type& block) const {
+    constexpr int B = Model::block_size;
+    const std::int64_t first = b * B;
+    const int m = num_rows - first < B ? int(num_rows - first) : B;
+    Scalar ys[B];
+    for (int s = 0; s < m; ++s) {
+      const std::int64_t r = this->rows(first + s);
+      block.row[s] = &this->x(r, 0);
+      ys[s] = this->y(r);
+    }
+    block.m = m;
+    this->model.block_residuals(this->loss, this->theta, block.row, ys, m, block.scale,
+                                block.value);
+  }
+};
+
 }  // namespace detail
 
 /// The exact gradient from the model's backward pass (backpropagation).
@@ -163,15 +229,25 @@ struct Analytic {
     const detail::PerSample<Model, Loss, Scalar, X, Y, Rows> common{
         model, loss, theta.data(), data.features(), data.targets(), rows};
     if constexpr (detail::has_block_gradient<Model, Loss, Scalar>::value &&
-                  !detail::is_binned_reduction<Reduction>::value &&
                   Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                              typename ExecutionSpace::memory_space>::accessible) {
-      if (model.batched) {
-        constexpr int B = Model::block_size;
-        const std::int64_t n = rows.size();
-        reduction.reduce(space, "gradsum::gradient::analytic_batched", (n + B - 1) / B, P + 1,
-                         detail::BlockBody<Model, Loss, Scalar, X, Y, Rows>{common, P, n}, out);
-        return;
+      constexpr int B = Model::block_size;
+      const std::int64_t n = rows.size();
+      if (model.batched && !detail::needs_each_sample(reduction)) {
+        if constexpr (!detail::is_binned_reduction<Reduction>::value ||
+                      detail::has_bins_switch<Reduction>::value) {
+          reduction.reduce(space, "gradsum::gradient::analytic_batched", (n + B - 1) / B, P + 1,
+                           detail::BlockBody<Model, Loss, Scalar, X, Y, Rows>{common, P, n}, out);
+          return;
+        }
+      }
+      if constexpr (detail::has_block_residuals<Model, Loss, Scalar>::value &&
+                    detail::takes_rank_one_blocks<Reduction>::value) {
+        if (model.batched && detail::needs_each_sample(reduction)) {
+          reduction.reduce(space, "gradsum::gradient::analytic_rank_one", (n + B - 1) / B, P + 1,
+                           detail::RankOneBody<Model, Loss, Scalar, X, Y, Rows>{common, n}, out);
+          return;
+        }
       }
     }
     reduction.reduce(space, "gradsum::gradient::analytic", rows.size(), P + 1,

@@ -78,18 +78,18 @@ struct BinaryCrossEntropy {
     return linear + math::log1p(e);
   }
 
-  /// value_and_derivative for a block of B one-output samples: writes
-  /// dl/dz of sample s into dz[s] for every s < B and returns the sum of
-  /// the first m losses (lanes m … B-1 hold padding and are not counted).
+  /// value_and_derivative for a block of B one-output samples: writes the
+  /// loss of sample s into value[s] and dl/dz into dz[s], for every s < B.
   /// The same formulas as value_and_derivative, in one loop the compiler
   /// vectorizes: exp and log1p from detail::vector_math (within 2 ulp of
   /// libm's, and equal to them at 0, +-inf and NaN) and bit-mask selects
-  /// instead of branches. Used by Linear's batched path on host spaces.
+  /// instead of branches; every lane computes the same function, so a
+  /// sample's results do not depend on its place in the block. Used by
+  /// Linear's batched paths on host spaces.
   template <int B, class Scalar>
-  KOKKOS_FUNCTION static Scalar block_value_and_derivative(const Scalar* z, const Scalar* y,
-                                                           int m, Scalar* dz) {
+  KOKKOS_FUNCTION static void block_values_and_derivatives(const Scalar* z, const Scalar* y,
+                                                           Scalar* value, Scalar* dz) {
     namespace vm = detail::vector_math;
-    Scalar loss[B];
     for (int s = 0; s < B; ++s) {
       const Scalar t = z[s];
       const Scalar e = vm::exp(vm::minus_abs(t));  // in [0, 1]
@@ -97,13 +97,8 @@ struct BinaryCrossEntropy {
       dz[s] = vm::select(t >= Scalar(0), (Scalar(1) - y[s]) - q, q - y[s]);
       // (1 - y) t for t > 0, else (0 - y) t = -y t: value()'s two cases.
       const Scalar linear = (vm::select(t > Scalar(0), Scalar(1), Scalar(0)) - y[s]) * t;
-      loss[s] = linear + vm::log1p_unit(e);
+      value[s] = linear + vm::log1p_unit(e);
     }
-    // A separate loop: without -ffast-math a running sum in the loop above
-    // would keep it from being vectorized.
-    Scalar total = 0;
-    for (int s = 0; s < m; ++s) total += loss[s];
-    return total;
   }
 
   /// Writes d^2 l / dz^2 = sigmoid(z) (1 - sigmoid(z)) into `d2[0]`.

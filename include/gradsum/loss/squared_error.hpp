@@ -39,15 +39,15 @@ struct SquaredError {
   }
 
   /// value and derivative for a block of B one-output samples: writes
-  /// z[s] - y[s] into dz[s] for every s < B and returns the sum of the
-  /// first m losses (Linear's batched path).
+  /// z[s] - y[s] into dz[s] and the loss into value[s] for every s < B
+  /// (Linear's batched paths).
   template <int B, class Scalar>
-  KOKKOS_FUNCTION static Scalar block_value_and_derivative(const Scalar* z, const Scalar* y,
-                                                           int m, Scalar* dz) {
-    for (int s = 0; s < B; ++s) dz[s] = z[s] - y[s];
-    Scalar total = 0;
-    for (int s = 0; s < m; ++s) total += dz[s] * dz[s] / 2;
-    return total;
+  KOKKOS_FUNCTION static void block_values_and_derivatives(const Scalar* z, const Scalar* y,
+                                                           Scalar* value, Scalar* dz) {
+    for (int s = 0; s < B; ++s) {
+      dz[s] = z[s] - y[s];
+      value[s] = dz[s] * dz[s] / 2;
+    }
   }
 
   /// The objective is quadratic in the outputs (exact line search applies).

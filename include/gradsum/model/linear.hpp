@@ -56,10 +56,12 @@ KOKKOS_INLINE_FUNCTION Scalar dot(const Scalar* a, const Scalar* b, int n) {
 /// with a block form (BinaryCrossEntropy, SquaredError): the logits of
 /// GRADSUM_LINEAR_BLOCK samples, then their loss in one loop the compiler
 /// vectorizes, then their gradients. The Analytic gradient takes the
-/// batched path on host spaces when `batched` is true (the default) and
-/// the reduction does not need each sample's contribution on its own
-/// (Reproducible does); GPUs keep the per-sample path, and so does a class
-/// derived from Linear (its own forward or backward would be bypassed).
+/// batched path on host spaces when `batched` is true (the default). A
+/// reduction that needs each sample's contribution on its own
+/// (Reproducible) gets them from block_residuals: every sample's dl/dz and
+/// loss, from the same block arithmetic. GPUs keep the per-sample path,
+/// and so does a class derived from Linear (its own forward or backward
+/// would be bypassed).
 class Linear {
  public:
   /// Samples per block on the batched path.
@@ -134,6 +136,24 @@ class Linear {
     return total;
   }
 
+  /// The batched path for reductions that need each sample's contribution
+  /// on its own (Reproducible): for m <= block_size samples, dl/dz of
+  /// sample s into dz[s] and its loss into value[s] (s < m; the rest is
+  /// padding). Sample s's gradient is dz[s] (x_s, 1): what backward() adds.
+  /// Every sample's results are those of block_gradient's arithmetic,
+  /// whatever its place in the block.
+  template <class Loss, class Scalar,
+            class = std::enable_if_t<
+                detail::has_block_value_and_derivative<Loss, Scalar, block_size>::value>>
+  KOKKOS_FUNCTION void block_residuals(const Loss& loss, const Scalar* theta,
+                                       const Scalar* const* xs, const Scalar* ys, int m,
+                                       Scalar* dz, Scalar* value) const {
+    constexpr int B = block_size;
+    Scalar z[B] = {}, y[B] = {};
+    logits(theta, xs, ys, m, z, y);
+    loss.template block_values_and_derivatives<B>(z, y, value, dz);
+  }
+
   /// H += d2[0] * (x, 1)(x, 1)^T: the Hessian of the loss through this
   /// sample, given d^2 l / dz^2 in `d2`; H is P x P, row-major.
   template <class Scalar>
@@ -155,18 +175,26 @@ class Linear {
     return d_ * int(sizeof(Scalar)) >= 256;
   }
 
+  /// z[s] = the logit of sample s and y[s] its target, for s < m; lanes
+  /// m … B-1 keep the padding the caller set (the loss computes and
+  /// ignores them).
+  template <class Scalar>
+  KOKKOS_FUNCTION void logits(const Scalar* theta, const Scalar* const* xs, const Scalar* ys,
+                              int m, Scalar* z, Scalar* y) const {
+    for (int s = 0; s < m; ++s) {
+      forward(theta, xs[s], z + s);
+      y[s] = ys[s];
+    }
+  }
+
   /// block_gradient for m <= B samples in one go.
   template <int B, class Loss, class Scalar>
   KOKKOS_FUNCTION Scalar sub_block_gradient(const Loss& loss, const Scalar* theta,
                                             const Scalar* const* xs, const Scalar* ys, int m,
                                             Scalar* g) const {
-    // Lanes m … B-1 are padding the loss computes and ignores.
     Scalar z[B] = {}, y[B] = {}, dz[B];
-    for (int s = 0; s < m; ++s) {
-      forward(theta, xs[s], z + s);
-      y[s] = ys[s];
-    }
-    const Scalar total = loss.template block_value_and_derivative<B>(z, y, m, dz);
+    logits(theta, xs, ys, m, z, y);
+    const Scalar total = detail::block_value_and_derivative<B>(loss, z, y, m, dz);
     // g += dz_s (x_s, 1), eight samples per pass over g (then four, then
     // one): an eighth of the loads and stores of g that one backward() per
     // sample would make (eight rather than four: d = 32, float, one thread,

@@ -23,6 +23,8 @@ struct RuntimeReduction {
 
   /// The step may aggregate this reduction's integer bins ...
   static constexpr bool binned = true;
+  /// Bodies in rank-one form come only while bins() is true.
+  static constexpr bool rank_one_blocks = true;
   /// ... and does while this is true.
   bool bins() const { return kind == Kind::reproducible; }
 
@@ -47,10 +49,17 @@ struct RuntimeReduction {
   template <class ExecutionSpace, class Body, class OutView>
   void reduce(const ExecutionSpace& space, const std::string& label, std::int64_t n, int width,
               const Body& body, const OutView& out) const {
-    switch (kind) {
-      case Kind::compensated: Compensated{}.reduce(space, label, n, width, body, out); break;
-      case Kind::reproducible: Reproducible{}.reduce(space, label, n, width, body, out); break;
-      default: Sum{}.reduce(space, label, n, width, body, out); break;
+    if constexpr (detail::is_rank_one_body<Body>::value) {
+      if (kind != Kind::reproducible)
+        detail::fail("gradsum::RuntimeReduction::reduce: a body of rank-one blocks needs the "
+                     "reproducible reduction, not ", name());
+      Reproducible{}.reduce(space, label, n, width, body, out);
+    } else {
+      switch (kind) {
+        case Kind::compensated: Compensated{}.reduce(space, label, n, width, body, out); break;
+        case Kind::reproducible: Reproducible{}.reduce(space, label, n, width, body, out); break;
+        default: Sum{}.reduce(space, label, n, width, body, out); break;
+      }
     }
   }
 

@@ -194,6 +194,7 @@ struct has_architecture<M, std::void_t<decltype(std::int64_t(std::declval<const 
 template <class Reduction, class Scalar, class Bins>
 struct BinsTarget {
   static constexpr bool binned = true;  // each sample's contribution on its own
+  static constexpr bool rank_one_blocks = takes_rank_one_blocks<Reduction>::value;
   const Reduction& reduction;
   Bins bins;
   template <class ExecutionSpace, class Body, class OutView>
@@ -202,19 +203,6 @@ struct BinsTarget {
     reduction.template reduce_bins<Scalar>(space, label, n, width, body, bins);
   }
 };
-
-/// Whether a reduction that can keep integer bins uses them now (a
-/// reduction chosen at run time says so through `bool bins() const`).
-template <class R, class = void>
-struct has_bins_switch : std::false_type {};
-template <class R>
-struct has_bins_switch<R, std::void_t<decltype(bool(std::declval<const R&>().bins()))>>
-    : std::true_type {};
-template <class R>
-bool bins_in_use(const R& reduction) {
-  if constexpr (has_bins_switch<R>::value) return reduction.bins();
-  else return true;
-}
 
 /// Whether a gradient or aggregation policy combines workers by something
 /// other than the plain sum (`bool robust() const`; false when absent).

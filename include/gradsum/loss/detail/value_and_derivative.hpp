@@ -19,15 +19,30 @@ struct has_value_and_derivative<L, S, std::void_t<decltype(std::declval<const L&
                                           std::declval<S*>()))>> : std::true_type {};
 
 /// Whether a one-output loss offers the block form
-/// L::block_value_and_derivative<B>(z, y, m, dz) over B samples at once.
+/// L::block_values_and_derivatives<B>(z, y, value, dz) over B samples at
+/// once.
 template <class L, class S, int B, class = void>
 struct has_block_value_and_derivative : std::false_type {};
 template <class L, class S, int B>
 struct has_block_value_and_derivative<
     L, S, B,
-    std::void_t<decltype(S(std::declval<const L&>().template block_value_and_derivative<B>(
-        std::declval<const S*>(), std::declval<const S*>(), 1, std::declval<S*>())))>>
-    : std::true_type {};
+    std::void_t<decltype(std::declval<const L&>().template block_values_and_derivatives<B>(
+        std::declval<const S*>(), std::declval<const S*>(), std::declval<S*>(),
+        std::declval<S*>()))>> : std::true_type {};
+
+/// The loss's block form over B samples: dl/dz into dz[0 … B); returns the
+/// sum of the first m losses, in order (lanes m … B-1 are padding).
+template <int B, class Loss, class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar block_value_and_derivative(const Loss& loss, const Scalar* z,
+                                                         const Scalar* y, int m, Scalar* dz) {
+  Scalar value[B];
+  loss.template block_values_and_derivatives<B>(z, y, value, dz);
+  // A separate loop: without -ffast-math a running sum in the loss's loop
+  // would keep it from being vectorized.
+  Scalar total = 0;
+  for (int s = 0; s < m; ++s) total += value[s];
+  return total;
+}
 
 /// l(z, y), with dl/dz written into dz[0 … k): the loss's fused member when
 /// it has one, else value() then derivative().
