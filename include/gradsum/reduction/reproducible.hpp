@@ -22,10 +22,15 @@
 #endif
 
 // The rank-one block deposit holds its floating-point bins in GCC/Clang
-// vector registers (eight doubles per vector) across a block of samples;
-// other compilers, and device compilation, take the per-sample deposit.
+// vector registers across a block of samples where the build targets
+// AVX-512 (vectors of eight doubles) or AVX2 (four). Vectors wider than
+// the target's registers live on the stack (a baseline build's AVX2 copy
+// ran 2.5-4x slower with them than the per-sample deposit), so other
+// builds, other compilers and device compilation deposit the block a
+// sample at a time with deposit_sample (and its AVX2 copy).
 #if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__HIPCC__) && \
-    !defined(__SYCL_DEVICE_ONLY__) && !defined(__NVCOMPILER)
+    !defined(__SYCL_DEVICE_ONLY__) && !defined(__NVCOMPILER) &&          \
+    (defined(__AVX512F__) || defined(__AVX2__))
 #define GRADSUM_BINNED_LANES 1
 #endif
 
@@ -468,47 +473,49 @@ struct is_rank_one_body<Body, std::void_t<typename Body::block_type>> : std::tru
 #ifdef GRADSUM_BINNED_LANES
 namespace lanes {
 
-// Eight lanes of double, float and the integers of their comparisons
-// (GCC/Clang vector extensions; operations act lane by lane with IEEE
-// semantics). Vectors go by reference only: by value, their ABI depends
-// on the target (GCC's -Wpsabi).
-typedef double f64x8 __attribute__((vector_size(64)));
-typedef std::int64_t i64x8 __attribute__((vector_size(64)));
-typedef float f32x8 __attribute__((vector_size(32)));
-typedef std::int32_t i32x8 __attribute__((vector_size(32)));
+// Vectors of n doubles (one register: n = 8 with AVX-512, 4 with AVX2),
+// of n floats, and of the integers of their comparisons (GCC/Clang vector
+// extensions; operations act lane by lane with IEEE semantics). Vectors
+// go by reference only: by value, their ABI depends on the target (GCC's
+// -Wpsabi).
+#ifdef __AVX512F__
+constexpr int n = 8;
+#else
+constexpr int n = 4;
+#endif
+typedef double f64xn __attribute__((vector_size(8 * n)));
+typedef std::int64_t i64xn __attribute__((vector_size(8 * n)));
+typedef float f32xn __attribute__((vector_size(4 * n)));
+typedef std::int32_t i32xn __attribute__((vector_size(4 * n)));
 
 template <class Scalar>
 struct Of;
 template <>
 struct Of<float> {
-  using value = f32x8;
-  using mask = i32x8;
+  using value = f32xn;
+  using mask = i32xn;
 };
 template <>
 struct Of<double> {
-  using value = f64x8;
-  using mask = i64x8;
+  using value = f64xn;
+  using mask = i64xn;
 };
 
-/// Vectors of eight coordinates per group the rank-one deposit keeps in
-/// registers: two where AVX-512 gives 32 registers of eight doubles, one
-/// for the 16 registers of AVX2 (and SSE2's pairs of registers).
-#ifdef __AVX512F__
+/// Vectors of n coordinates per group the rank-one deposit keeps in
+/// registers (bench_reduction, float d = 64, AVX-512: one group 5% slower
+/// than two, four 5-10% slower).
 constexpr int groups = 2;
-#else
-constexpr int groups = 1;
-#endif
-constexpr int width = 8 * groups;
+constexpr int width = n * groups;
 
 /// deposit_value, lane by lane.
-KOKKOS_FORCEINLINE_FUNCTION void deposit(f64x8& r, f64x8& s0, f64x8& s1, f64x8& s2) {
-  const f64x8 a = s0, sum_a = a + f64x8(i64x8(r) | 1);
+KOKKOS_FORCEINLINE_FUNCTION void deposit(f64xn& r, f64xn& s0, f64xn& s1, f64xn& s2) {
+  const f64xn a = s0, sum_a = a + f64xn(i64xn(r) | 1);
   s0 = sum_a;
   r -= sum_a - a;
-  const f64x8 b = s1, sum_b = b + f64x8(i64x8(r) | 1);
+  const f64xn b = s1, sum_b = b + f64xn(i64xn(r) | 1);
   s1 = sum_b;
   r -= sum_b - b;
-  s2 += f64x8(i64x8(r) | 1);
+  s2 += f64xn(i64xn(r) | 1);
 }
 
 /// The contributions scale[s] * row[s][offset + k] for s < m and
@@ -524,14 +531,14 @@ KOKKOS_FORCEINLINE_FUNCTION bool deposit_rank_one(const Scalar* const* row, int 
   using V = typename Of<Scalar>::value;
   using M = typename Of<Scalar>::mask;
   using Lane = std::remove_reference_t<decltype(M{}[0])>;
-  f64x8 a[groups], b[groups], c[groups];
+  f64xn a[groups], b[groups], c[groups];
   V lim[groups];
   M outside[groups];
   for (int g = 0; g < groups; ++g) {
-    std::memcpy(&a[g], s0 + 8 * g, sizeof(f64x8));
-    std::memcpy(&b[g], s1 + 8 * g, sizeof(f64x8));
-    std::memcpy(&c[g], s2 + 8 * g, sizeof(f64x8));
-    std::memcpy(&lim[g], limit + 8 * g, sizeof(V));
+    std::memcpy(&a[g], s0 + n * g, sizeof(f64xn));
+    std::memcpy(&b[g], s1 + n * g, sizeof(f64xn));
+    std::memcpy(&c[g], s2 + n * g, sizeof(f64xn));
+    std::memcpy(&lim[g], limit + n * g, sizeof(V));
     outside[g] = M{};
   }
   const M magnitude_bits = M{} + std::numeric_limits<Lane>::max();  // all but the sign
@@ -540,13 +547,13 @@ KOKKOS_FORCEINLINE_FUNCTION bool deposit_rank_one(const Scalar* const* row, int 
     const Scalar r = scale[s];
     for (int g = 0; g < groups; ++g) {
       V v;
-      std::memcpy(&v, x + 8 * g, sizeof v);
+      std::memcpy(&v, x + n * g, sizeof v);
       v = r * v;
       const V magnitude = V(M(v) & magnitude_bits);
       outside[g] |= ~M(magnitude <= lim[g]);
-      f64x8 t;
+      f64xn t;
       if constexpr (std::is_same<Scalar, float>::value)
-        t = __builtin_convertvector(v, f64x8);
+        t = __builtin_convertvector(v, f64xn);
       else
         t = v;
       deposit(t, a[g], b[g], c[g]);
@@ -554,18 +561,18 @@ KOKKOS_FORCEINLINE_FUNCTION bool deposit_rank_one(const Scalar* const* row, int 
   }
   M any = outside[0];
   for (int g = 1; g < groups; ++g) any |= outside[g];
-  for (int k = 0; k < 8; ++k)
+  for (int k = 0; k < n; ++k)
     if (any[k] != 0) return false;
   for (int g = 0; g < groups; ++g) {
-    std::memcpy(s0 + 8 * g, &a[g], sizeof(f64x8));
-    std::memcpy(s1 + 8 * g, &b[g], sizeof(f64x8));
-    std::memcpy(s2 + 8 * g, &c[g], sizeof(f64x8));
+    std::memcpy(s0 + n * g, &a[g], sizeof(f64xn));
+    std::memcpy(s1 + n * g, &b[g], sizeof(f64xn));
+    std::memcpy(s2 + n * g, &c[g], sizeof(f64xn));
   }
   return true;
 }
 
 /// The contributions u[0 … count) to one coordinate (limit, bins s0, s1,
-/// s2, window t), deposited eight at a time into lane bins that start at
+/// s2, window t), deposited n at a time into lane bins that start at
 /// the window's M_B and are then added to the coordinate's bins, if every
 /// one fits the limit; says whether it did (if not, nothing changed).
 /// Lanes past the end deposit zeros, which change no bin (S + 2^-1074
@@ -580,28 +587,28 @@ KOKKOS_FORCEINLINE_FUNCTION bool deposit_column(const Scalar* u, int count, Scal
   using M = typename Of<Scalar>::mask;
   using Lane = std::remove_reference_t<decltype(M{}[0])>;
   const double start[bins_per_window] = {bin_start(t, 0), bin_start(t, 1), bin_start(t, 2)};
-  f64x8 a = f64x8{} + start[0], b = f64x8{} + start[1], c = f64x8{} + start[2];
+  f64xn a = f64xn{} + start[0], b = f64xn{} + start[1], c = f64xn{} + start[2];
   const M magnitude_bits = M{} + std::numeric_limits<Lane>::max();
   M outside = M{};
-  for (int first = 0; first < count; first += 8) {
+  for (int first = 0; first < count; first += n) {
     V v;
-    for (int l = 0; l < 8; ++l) v[l] = first + l < count ? u[first + l] : Scalar(0);
+    for (int l = 0; l < n; ++l) v[l] = first + l < count ? u[first + l] : Scalar(0);
     const V magnitude = V(M(v) & magnitude_bits);
     outside |= ~M(magnitude <= limit);
-    f64x8 r;
+    f64xn r;
     if constexpr (std::is_same<Scalar, float>::value)
-      r = __builtin_convertvector(v, f64x8);
+      r = __builtin_convertvector(v, f64xn);
     else
       r = v;
     deposit(r, a, b, c);
   }
-  for (int l = 0; l < 8; ++l)
+  for (int l = 0; l < n; ++l)
     if (outside[l] != 0) return false;
   a -= start[0];
   b -= start[1];
   c -= start[2];
   double sum_a = 0, sum_b = 0, sum_c = 0;
-  for (int l = 0; l < 8; ++l) {
+  for (int l = 0; l < n; ++l) {
     sum_a += a[l];
     sum_b += b[l];
     sum_c += c[l];
@@ -615,63 +622,39 @@ KOKKOS_FORCEINLINE_FUNCTION bool deposit_column(const Scalar* u, int count, Scal
 }  // namespace lanes
 #endif
 
+#ifdef GRADSUM_BINNED_LANES
 /// Deposits samples first … first + count - 1 of a rank-one block into the
 /// state of its d + 2 coordinates (count <= the samples the floating-point
 /// bins may take before their next move). Coordinates in groups of
-/// lanes::width take lanes::deposit_rank_one; a group that meets a value
-/// outside its windows, the remaining coordinates, and everything where
-/// the lanes are not compiled take BinnedState::add per contribution. The
-/// same bits either way (the split does not depend on the order).
+/// lanes::width take lanes::deposit_rank_one, the bias and the loss
+/// lanes::deposit_column; a group that meets a value outside its windows,
+/// and the remaining coordinates, take BinnedState::add per contribution.
+/// The same bits either way (the split does not depend on the order). A
+/// function of its own: inlined into the reduction's kernel, next to the
+/// block's logits and loss, GCC spilled one of the register-held bins to
+/// the stack (float, d = 64: a store and a load per sample on the chain of
+/// additions into it).
 template <class Scalar, class Block>
-KOKKOS_FORCEINLINE_FUNCTION void deposit_block(const BinnedState<std::int64_t*, Scalar>& state,
-                                               int d, const Block& block, int first,
-                                               int count) {
+__attribute__((noinline)) void deposit_block(const BinnedState<std::int64_t*, Scalar>& state,
+                                             int d, const Block& block, int first, int count) {
   const Scalar* const* row = block.row + first;
   const Scalar* scale = block.scale + first;
   int j = 0;
-#ifdef GRADSUM_BINNED_LANES
   for (; j + lanes::width <= d; j += lanes::width)
     if (!lanes::deposit_rank_one(row, j, scale, count, state.limit() + j, state.fp_bin(0) + j,
                                  state.fp_bin(1) + j, state.fp_bin(2) + j))
       for (int s = 0; s < count; ++s)
         for (int k = j; k < j + lanes::width; ++k) state.add(k, Scalar(scale[s] * row[s][k]));
-#endif
   for (int s = 0; s < count; ++s)
     for (int k = j; k < d; ++k) state.add(k, Scalar(scale[s] * row[s][k]));
   // The bias (scale) and the loss (value), each a column of count values.
   const Scalar* column[2] = {scale, block.value + first};
   for (int c = 0; c < 2; ++c) {
     const int k = d + c;
-#ifdef GRADSUM_BINNED_LANES
-    if (lanes::deposit_column(column[c], count, state.limit()[k], state.top()[k],
-                              state.fp_bin(0)[k], state.fp_bin(1)[k], state.fp_bin(2)[k]))
-      continue;
-#endif
-    for (int s = 0; s < count; ++s) state.add(k, column[c][s]);
+    if (!lanes::deposit_column(column[c], count, state.limit()[k], state.top()[k],
+                               state.fp_bin(0)[k], state.fp_bin(1)[k], state.fp_bin(2)[k]))
+      for (int s = 0; s < count; ++s) state.add(k, column[c][s]);
   }
-}
-
-#ifdef GRADSUM_BINNED_LANES
-/// deposit_block as a function of its own: inlined into the reduction's
-/// kernel, next to the block's logits and loss, GCC spilled one of the
-/// register-held bins to the stack (float, d = 64: a store and a load per
-/// sample on the chain of additions into it).
-template <class Scalar, class Block>
-__attribute__((noinline)) void deposit_block_lanes(const BinnedState<std::int64_t*, Scalar>& state,
-                                                   int d, const Block& block, int first,
-                                                   int count) {
-  deposit_block(state, d, block, first, count);
-}
-#endif
-
-#ifdef GRADSUM_BINNED_AVX2
-/// deposit_block compiled for AVX2 (the same operations, in vectors of
-/// four doubles).
-template <class Scalar, class Block>
-__attribute__((target("avx2"), noinline)) void deposit_block_avx2(
-    const BinnedState<std::int64_t*, Scalar>& state, int d, const Block& block, int first,
-    int count) {
-  deposit_block(state, d, block, first, count);
 }
 #endif
 
@@ -679,7 +662,8 @@ __attribute__((target("avx2"), noinline)) void deposit_block_avx2(
 /// coordinates (value_count = binned_work_size(width)): per sample, the
 /// body's contributions, then deposit_sample, or, rarely, the careful path
 /// per coordinate; or, for a body of rank-one blocks (is_rank_one_body),
-/// per block, deposit_block. Joins and the final step work in integer format; the
+/// per block, deposit_block where the build has the vector lanes, else
+/// each sample's contributions through deposit_sample. Joins and the final step work in integer format; the
 /// final step leaves the width integer accumulators at the front.
 template <class Scalar, class Body>
 struct BinnedSumFunctor {
@@ -717,6 +701,14 @@ struct BinnedSumFunctor {
     // from init or the previous sample).
     Scalar* contribution = reinterpret_cast<Scalar*>(s.scratch());
     body(i, contribution);
+    deposit_contributions(s, contribution);
+    if (++*s.count() >= flush_interval) s.flush();
+  }
+
+  /// Deposits one sample's contributions (the scratch part) and zeroes
+  /// them: deposit_sample, or, rarely, the careful path per coordinate.
+  KOKKOS_FUNCTION void deposit_contributions(const BinnedState<std::int64_t*, Scalar>& s,
+                                             Scalar* contribution) const {
     bool done;
 #ifdef GRADSUM_BINNED_AVX2
     if (avx2)
@@ -731,7 +723,6 @@ struct BinnedSumFunctor {
         contribution[j] = Scalar(0);
       }
     }
-    if (++*s.count() >= flush_interval) s.flush();
   }
 
   /// Index i is a block of samples in rank-one form (width = d + 2),
@@ -745,15 +736,17 @@ struct BinnedSumFunctor {
     for (int first = 0; first < block.m; first += piece) {
       const int count = block.m - first < piece ? block.m - first : piece;
       if (*s.count() + count > flush_interval) s.flush();
-#if defined(GRADSUM_BINNED_AVX2)
-      if (avx2)
-        deposit_block_avx2(s, width - 2, block, first, count);
-      else
-        deposit_block_lanes(s, width - 2, block, first, count);
-#elif defined(GRADSUM_BINNED_LANES)
-      deposit_block_lanes(s, width - 2, block, first, count);
-#else
+#ifdef GRADSUM_BINNED_LANES
       deposit_block(s, width - 2, block, first, count);
+#else
+      Scalar* contribution = reinterpret_cast<Scalar*>(s.scratch());
+      const int d = width - 2;
+      for (int k = first; k < first + count; ++k) {
+        for (int j = 0; j < d; ++j) contribution[j] = Scalar(block.scale[k] * block.row[k][j]);
+        contribution[d] = block.scale[k];
+        contribution[d + 1] = block.value[k];
+        deposit_contributions(s, contribution);
+      }
 #endif
       *s.count() += count;
     }
