@@ -224,7 +224,7 @@ namespace {
 
 // Blocks of B rows of an n x d table in rank-one form: sample i adds
 // scale(i) * x(i, j) to coordinate j < d, scale(i) to d and value(i) to
-// d + 1.
+// d + 1. Like Linear's body, it names the next block's rows for prefetching.
 template <class Scalar, class Memory, int B>
 struct TableRankOneBody {
   using block_type = gradsum::detail::RankOneBlock<Scalar, B>;
@@ -237,6 +237,7 @@ struct TableRankOneBody {
       block.row[s] = &x(first + s, 0);
       block.scale[s] = scale(first + s);
       block.value[s] = value(first + s);
+      if (first + B + s < n) block.next[s] = &x(first + B + s, 0);
     }
   }
 };

@@ -167,7 +167,7 @@ struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
     const std::int64_t first = b * B;
     const int m = num_rows - first < B ? int(num_rows - first) : B;
     const Scalar* xs[B];
-    Scalar ys[B];
+    Scalar ys[B] = {};
     for (int s = 0; s < m; ++s) {
       const std::int64_t r = this->rows(first + s);
       xs[s] = &this->x(r, 0);
@@ -189,13 +189,16 @@ struct RankOneBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
     constexpr int B = Model::block_size;
     const std::int64_t first = b * B;
     const int m = num_rows - first < B ? int(num_rows - first) : B;
-    Scalar ys[B];
+    Scalar ys[B] = {};
     for (int s = 0; s < m; ++s) {
       const std::int64_t r = this->rows(first + s);
       block.row[s] = &this->x(r, 0);
       ys[s] = this->y(r);
     }
     block.m = m;
+    // The rows of block b + 1, which the same thread most likely takes next.
+    for (int s = 0; s < m && first + B + s < num_rows; ++s)
+      block.next[s] = &this->x(this->rows(first + B + s), 0);
     this->model.block_residuals(this->loss, this->theta, block.row, ys, m, block.scale,
                                 block.value);
   }
