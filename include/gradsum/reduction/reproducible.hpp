@@ -22,16 +22,26 @@
 #endif
 
 // The rank-one block deposit holds its floating-point bins in GCC/Clang
-// vector registers across a block of samples where the build targets
-// AVX-512 (vectors of eight doubles) or AVX2 (four). Vectors wider than
-// the target's registers live on the stack (a baseline build's AVX2 copy
-// ran 2.5-4x slower with them than the per-sample deposit), so other
-// builds, other compilers and device compilation deposit the block a
-// sample at a time with deposit_sample (and its AVX2 copy).
+// vector registers across a block of samples (namespace lanes): vectors
+// of eight doubles where the build targets AVX-512, of four where it
+// targets AVX2, and in x86-64 builds that target neither, of four in a
+// copy compiled for AVX2 and FMA that runs where the processor has them
+// (GRADSUM_LANES_DISPATCH). Vectors wider than the registers would live
+// on the stack (eight doubles in such a copy ran 2.5-4x slower than the
+// per-sample deposit). Other targets, other compilers and device
+// compilation deposit the block a sample at a time with deposit_sample.
 #if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__HIPCC__) && \
-    !defined(__SYCL_DEVICE_ONLY__) && !defined(__NVCOMPILER) &&          \
-    (defined(__AVX512F__) || defined(__AVX2__))
+    !defined(__SYCL_DEVICE_ONLY__) && !defined(__NVCOMPILER)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #define GRADSUM_BINNED_LANES 1
+#define GRADSUM_LANES_TARGET
+#elif defined(GRADSUM_BINNED_AVX2)
+#define GRADSUM_BINNED_LANES 1
+#define GRADSUM_LANES_DISPATCH 1
+#define GRADSUM_LANES_TARGET __attribute__((target("avx2,fma")))
+#endif
+#endif
+#ifdef GRADSUM_BINNED_LANES
 #include <immintrin.h>
 #endif
 
@@ -435,12 +445,13 @@ __attribute__((target("avx2"), noinline)) bool deposit_sample_avx2(
 }
 #endif
 
-/// Whether this processor runs deposit_sample_avx2 (host code).
+/// Whether this processor runs deposit_sample_avx2 and the AVX2 and FMA
+/// copy of the rank-one deposit (host code).
 inline bool binned_avx2() {
 #ifdef GRADSUM_BINNED_AVX2
   static const bool yes = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
+    return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
   }();
   return yes;
 #else
@@ -516,11 +527,11 @@ constexpr int width = n * groups;
 /// once). On AMD Zen 4 additions run on two of the four vector pipes and
 /// fused multiply-adds on two others; moving the deposit's subtractions
 /// there made it 4% faster (one core, float, d = 64).
-KOKKOS_FORCEINLINE_FUNCTION void subtract(const f64xn& a, const f64xn& b, const f64xn& one,
-                                          f64xn& out) {
+GRADSUM_LANES_TARGET KOKKOS_FORCEINLINE_FUNCTION void subtract(const f64xn& a, const f64xn& b,
+                                                               const f64xn& one, f64xn& out) {
 #if defined(__AVX512F__)
   out = f64xn(_mm512_fnmadd_pd(__m512d(b), __m512d(one), __m512d(a)));
-#elif defined(__FMA__)
+#elif defined(__FMA__) || defined(GRADSUM_LANES_DISPATCH)
   out = f64xn(_mm256_fnmadd_pd(__m256d(b), __m256d(one), __m256d(a)));
 #else
   (void)one;
@@ -529,8 +540,8 @@ KOKKOS_FORCEINLINE_FUNCTION void subtract(const f64xn& a, const f64xn& b, const 
 }
 
 /// deposit_value, lane by lane (`one`: every lane 1).
-KOKKOS_FORCEINLINE_FUNCTION void deposit(f64xn& r, f64xn& s0, f64xn& s1, f64xn& s2,
-                                         const f64xn& one) {
+GRADSUM_LANES_TARGET KOKKOS_FORCEINLINE_FUNCTION void deposit(f64xn& r, f64xn& s0, f64xn& s1,
+                                                              f64xn& s2, const f64xn& one) {
   f64xn q;
   const f64xn a = s0;
   s0 += f64xn(i64xn(r) | 1);
@@ -543,19 +554,21 @@ KOKKOS_FORCEINLINE_FUNCTION void deposit(f64xn& r, f64xn& s0, f64xn& s1, f64xn& 
   s2 += f64xn(i64xn(r) | 1);
 }
 
-/// Floats to doubles (exact); one instruction with AVX-512, where GCC's
-/// generic conversion of eight floats takes four when it prefers 256-bit
-/// vectors (its default for recent processors). The zero-masking form
-/// with every lane kept: GCC 12 warns that _mm512_cvtps_pd's undefined
-/// source "may be used uninitialized".
-KOKKOS_FORCEINLINE_FUNCTION void widen(const f32xn& v, f64xn& out) {
+/// Floats to doubles (exact) in one instruction: GCC's generic conversion
+/// takes four for eight floats when it prefers 256-bit vectors (its
+/// default for recent processors), and two for four. The zero-masking
+/// form with every lane kept: GCC 12 warns that _mm512_cvtps_pd's
+/// undefined source "may be used uninitialized".
+GRADSUM_LANES_TARGET KOKKOS_FORCEINLINE_FUNCTION void widen(const f32xn& v, f64xn& out) {
 #ifdef __AVX512F__
   out = f64xn(_mm512_maskz_cvtps_pd(__mmask8(0xff), __m256(v)));
 #else
-  out = __builtin_convertvector(v, f64xn);
+  out = f64xn(_mm256_cvtps_pd(__m128(v)));
 #endif
 }
-KOKKOS_FORCEINLINE_FUNCTION void widen(const f64xn& v, f64xn& out) { out = v; }
+GRADSUM_LANES_TARGET KOKKOS_FORCEINLINE_FUNCTION void widen(const f64xn& v, f64xn& out) {
+  out = v;
+}
 
 /// The window check, lane by lane, as integers: with the sign bit cleared,
 /// the bits of a Scalar that is not NaN order as its magnitude, and NaN's
@@ -571,12 +584,12 @@ struct WindowCheck {
   using Lane = std::remove_reference_t<decltype(M{}[0])>;
   M largest{};
 
-  KOKKOS_FORCEINLINE_FUNCTION void see(const V& c) {
+  GRADSUM_LANES_TARGET KOKKOS_FORCEINLINE_FUNCTION void see(const V& c) {
     const M bits = M(c) & (M{} + std::numeric_limits<Lane>::max());
     largest = bits > largest ? bits : largest;
   }
   /// Whether every value seen fits its lane's limit.
-  KOKKOS_FORCEINLINE_FUNCTION bool fits(const M& limit_bits) const {
+  GRADSUM_LANES_TARGET KOKKOS_FORCEINLINE_FUNCTION bool fits(const M& limit_bits) const {
     const M outside = ~M(largest <= limit_bits);
     for (int k = 0; k < n; ++k)
       if (outside[k] != 0) return false;
@@ -601,11 +614,9 @@ KOKKOS_FORCEINLINE_FUNCTION void prefetch(const void* p, std::size_t bytes) {
 /// says whether it did. If not, the bins in memory are as they were. The
 /// same columns of the rows next[s] that are not null are prefetched.
 template <class Scalar>
-KOKKOS_FORCEINLINE_FUNCTION bool deposit_rank_one(const Scalar* const* row,
-                                                  const Scalar* const* next, int offset,
-                                                  const Scalar* scale, int m,
-                                                  const Scalar* limit, double* s0, double* s1,
-                                                  double* s2) {
+GRADSUM_LANES_TARGET KOKKOS_FORCEINLINE_FUNCTION bool deposit_rank_one(
+    const Scalar* const* row, const Scalar* const* next, int offset, const Scalar* scale, int m,
+    const Scalar* limit, double* s0, double* s1, double* s2) {
   using V = typename Of<Scalar>::value;
   using M = typename Of<Scalar>::mask;
   f64xn a[groups], b[groups], c[groups];
@@ -652,9 +663,10 @@ KOKKOS_FORCEINLINE_FUNCTION bool deposit_rank_one(const Scalar* const* row,
 /// below 2^51 g_B, and so is their sum with the coordinate's, within the
 /// count of samples between moves into the int64 bins (the method above).
 template <class Scalar>
-KOKKOS_FORCEINLINE_FUNCTION bool deposit_column(const Scalar* u, int count, Scalar limit,
-                                                std::int64_t t, double& s0, double& s1,
-                                                double& s2) {
+GRADSUM_LANES_TARGET KOKKOS_FORCEINLINE_FUNCTION bool deposit_column(const Scalar* u, int count,
+                                                                     Scalar limit, std::int64_t t,
+                                                                     double& s0, double& s1,
+                                                                     double& s2) {
   using V = typename Of<Scalar>::value;
   using M = typename Of<Scalar>::mask;
   const double start[bins_per_window] = {bin_start(t, 0), bin_start(t, 1), bin_start(t, 2)};
@@ -702,7 +714,7 @@ KOKKOS_FORCEINLINE_FUNCTION bool deposit_column(const Scalar* u, int count, Scal
 /// the stack (float, d = 64: a store and a load per sample on the chain of
 /// additions into it).
 template <class Scalar, class Block>
-__attribute__((noinline)) void deposit_block(const BinnedState<std::int64_t*, Scalar>& state,
+GRADSUM_LANES_TARGET __attribute__((noinline)) void deposit_block(const BinnedState<std::int64_t*, Scalar>& state,
                                              int d, const Block& block, int first, int count) {
   const Scalar* const* row = block.row + first;
   const Scalar* const* next = block.next + first;
@@ -730,9 +742,10 @@ __attribute__((noinline)) void deposit_block(const BinnedState<std::int64_t*, Sc
 /// coordinates (value_count = binned_work_size(width)): per sample, the
 /// body's contributions, then deposit_sample, or, rarely, the careful path
 /// per coordinate; or, for a body of rank-one blocks (is_rank_one_body),
-/// per block, deposit_block where the build has the vector lanes, else
-/// each sample's contributions through deposit_sample. Joins and the final step work in integer format; the
-/// final step leaves the width integer accumulators at the front.
+/// per block, deposit_block where the build and processor have the vector
+/// lanes, else each sample's contributions through deposit_sample. Joins
+/// and the final step work in integer format; the final step leaves the
+/// width integer accumulators at the front.
 template <class Scalar, class Body>
 struct BinnedSumFunctor {
   using value_type = std::int64_t[];
@@ -741,7 +754,9 @@ struct BinnedSumFunctor {
   int width;
   Body body;
   std::int64_t flush_interval = max_flush_interval;
-  bool avx2 = false;  // run deposit_sample_avx2 (host backends only)
+  // Run the AVX2 copies: deposit_sample_avx2, and the lanes where they
+  // need it (GRADSUM_LANES_DISPATCH). Host backends only.
+  bool avx2 = false;
 
   KOKKOS_FUNCTION void init(std::int64_t* acc) const {
     const BinnedState<std::int64_t*, Scalar> s{acc, width};
@@ -805,18 +820,33 @@ struct BinnedSumFunctor {
       const int count = block.m - first < piece ? block.m - first : piece;
       if (*s.count() + count > flush_interval) s.flush();
 #ifdef GRADSUM_BINNED_LANES
-      deposit_block(s, width - 2, block, first, count);
+#ifdef GRADSUM_LANES_DISPATCH
+      if (avx2)
+#endif
+        deposit_block(s, width - 2, block, first, count);
+#ifdef GRADSUM_LANES_DISPATCH
+      else
+        deposit_each_sample(s, block, first, count);
+#endif
 #else
-      Scalar* contribution = reinterpret_cast<Scalar*>(s.scratch());
-      const int d = width - 2;
-      for (int k = first; k < first + count; ++k) {
-        for (int j = 0; j < d; ++j) contribution[j] = Scalar(block.scale[k] * block.row[k][j]);
-        contribution[d] = block.scale[k];
-        contribution[d + 1] = block.value[k];
-        deposit_contributions(s, contribution);
-      }
+      deposit_each_sample(s, block, first, count);
 #endif
       *s.count() += count;
+    }
+  }
+
+  /// Samples first … first + count - 1 of a rank-one block, one at a time
+  /// through the scratch part and deposit_contributions.
+  template <class Block>
+  KOKKOS_FUNCTION void deposit_each_sample(const BinnedState<std::int64_t*, Scalar>& s,
+                                           const Block& block, int first, int count) const {
+    Scalar* contribution = reinterpret_cast<Scalar*>(s.scratch());
+    const int d = width - 2;
+    for (int k = first; k < first + count; ++k) {
+      for (int j = 0; j < d; ++j) contribution[j] = Scalar(block.scale[k] * block.row[k][j]);
+      contribution[d] = block.scale[k];
+      contribution[d + 1] = block.value[k];
+      deposit_contributions(s, contribution);
     }
   }
 
