@@ -166,6 +166,47 @@ TEST_CASE("reproducible sums: Linear's batched and per-sample paths, the same bi
   });
 }
 
+TEST_CASE("reproducible sums: Linear's batched logits are forward()'s, bit for bit") {
+  // The two paths above agree, and a sample's contribution does not depend
+  // on its place in a block, only if the block's logits are forward()'s to
+  // the bit, in every build (this file is also built with -mavx2 and
+  // -mavx512f). Squared error with y = 0 gives dz = z exactly; data of
+  // order one keep every bit of z visible (the test above, with small
+  // logits against targets of order one, does not see a changed last bit
+  // of z). A version of the logits that took eight samples at a time
+  // failed here under -march=native: GCC fused some multiply-adds in one
+  // path and not in the other.
+  auto check = [](auto scalar, int d) {
+    using Scalar = decltype(scalar);
+    constexpr int B = Linear::block_size;
+    std::mt19937_64 rng{std::uint64_t(d)};
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<Scalar> x(std::size_t(B) * std::size_t(d)), theta(std::size_t(d) + 1);
+    for (auto& v : x) v = Scalar(u(rng));
+    for (auto& v : theta) v = Scalar(u(rng));
+    const Scalar* rows[B];
+    for (int s = 0; s < B; ++s) rows[s] = &x[std::size_t(s) * std::size_t(d)];
+    const Scalar y[B] = {};
+    const Linear model(d);
+    for (int m : {B, 13, 8, 1}) {
+      Scalar dz[B], value[B];
+      model.block_residuals(gradsum::SquaredError{}, theta.data(), rows, y, m, dz, value);
+      int differ = 0;
+      for (int s = 0; s < m; ++s) {
+        Scalar z;
+        model.forward(theta.data(), rows[s], &z);
+        differ += std::memcmp(&z, &dz[s], sizeof z) != 0;
+      }
+      INFO(std::string(sizeof(Scalar) == 4 ? "float" : "double") << ", d " << d << ", m " << m);
+      CHECK(differ == 0);
+    }
+  };
+  for (int d : {1, 5, 8, 16, 31, 32, 37, 63, 64, 70, 300}) {
+    check(float{}, d);
+    check(double{}, d);
+  }
+}
+
 TEST_CASE("reproducible sums are at least as accurate as plain double sums") {
   // sum_i x_i with a known exact value: pairs (+big_i, -big_i) cancel
   // exactly, and small terms that are exact multiples of 2^-40 add up to a
