@@ -714,8 +714,9 @@ GRADSUM_LANES_TARGET KOKKOS_FORCEINLINE_FUNCTION bool deposit_column(const Scala
 /// the stack (float, d = 64: a store and a load per sample on the chain of
 /// additions into it).
 template <class Scalar, class Block>
-GRADSUM_LANES_TARGET __attribute__((noinline)) void deposit_block(const BinnedState<std::int64_t*, Scalar>& state,
-                                             int d, const Block& block, int first, int count) {
+GRADSUM_LANES_TARGET __attribute__((noinline)) void deposit_block(
+    const BinnedState<std::int64_t*, Scalar>& state, int d, const Block& block, int first,
+    int count) {
   const Scalar* const* row = block.row + first;
   const Scalar* const* next = block.next + first;
   const Scalar* scale = block.scale + first;
@@ -820,20 +821,26 @@ struct BinnedSumFunctor {
       const int count = block.m - first < piece ? block.m - first : piece;
       if (*s.count() + count > flush_interval) s.flush();
 #ifdef GRADSUM_BINNED_LANES
-#ifdef GRADSUM_LANES_DISPATCH
-      if (avx2)
-#endif
+      if (lanes_run())
         deposit_block(s, width - 2, block, first, count);
-#ifdef GRADSUM_LANES_DISPATCH
       else
+#endif
         deposit_each_sample(s, block, first, count);
-#endif
-#else
-      deposit_each_sample(s, block, first, count);
-#endif
       *s.count() += count;
     }
   }
+
+#ifdef GRADSUM_BINNED_LANES
+  /// Whether deposit_block runs: always in builds for AVX2 or AVX-512; in
+  /// builds with the AVX2 and FMA copy, where the processor has both.
+  bool lanes_run() const {
+#ifdef GRADSUM_LANES_DISPATCH
+    return avx2;
+#else
+    return true;
+#endif
+  }
+#endif
 
   /// Samples first … first + count - 1 of a rank-one block, one at a time
   /// through the scratch part and deposit_contributions.
