@@ -207,6 +207,54 @@ TEST_CASE("reproducible sums: Linear's batched logits are forward()'s, bit for b
   }
 }
 
+TEST_CASE("Linear::forward adds the dot product in its documented order, bit for bit") {
+  // forward()'s logit is theta_d + the dot product with K partial sums
+  // (K = 128 bytes' worth of Scalar for rows of 256 bytes or more, else 32
+  // bytes' worth): s[k] takes the products j = k, k + K, ... of the whole
+  // groups of K, s[0] the rest in order, and then s[k] += s[k + W] for
+  // W = K/2, K/4, ..., 1. The products here are exact (a few significant
+  // bits each), so fused and unfused multiply-adds agree and only the
+  // order of the additions shows; the magnitudes span 2^-40 … 2^40, so
+  // every order rounds differently (checked against the plain order).
+  auto check = [](auto scalar) {
+    using Scalar = decltype(scalar);
+    std::mt19937_64 rng{7};
+    std::uniform_int_distribution<int> mantissa(-1023, 1023), exponent(-20, 20);
+    auto value = [&] { return Scalar(std::ldexp(double(mantissa(rng)), exponent(rng))); };
+    int in_order = 0, differ_plain = 0, cases = 0;
+    for (int d = 1; d <= 300; ++d) {
+      std::vector<Scalar> theta(std::size_t(d) + 1), x(static_cast<std::size_t>(d));
+      for (auto& v : theta) v = value();
+      for (auto& v : x) v = value();
+      const int K = (d * int(sizeof(Scalar)) >= 256 ? 128 : 32) / int(sizeof(Scalar));
+      std::vector<Scalar> s(static_cast<std::size_t>(K), Scalar(0));
+      int j = 0;
+      for (; j + K <= d; j += K)
+        for (int k = 0; k < K; ++k) s[k] = s[k] + theta[j + k] * x[j + k];
+      for (; j < d; ++j) s[0] = s[0] + theta[j] * x[j];
+      for (int w = K / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; ++k) s[k] = s[k] + s[k + w];
+      const Scalar expected = theta[d] + s[0];
+      Scalar plain = 0;
+      for (j = 0; j < d; ++j) plain = plain + theta[j] * x[j];
+      plain = theta[d] + plain;
+
+      Scalar z;
+      Linear(d).forward(theta.data(), x.data(), &z);
+      in_order += std::memcmp(&z, &expected, sizeof z) == 0;
+      differ_plain += std::memcmp(&plain, &expected, sizeof z) != 0;
+      ++cases;
+    }
+    INFO((sizeof(Scalar) == 4 ? "float" : "double") << ": " << in_order << " of " << cases
+                                                    << " in order; the plain order differs in "
+                                                    << differ_plain);
+    CHECK(in_order == cases);
+    CHECK(differ_plain > cases / 2);  // the data tell the orders apart
+  };
+  check(float{});
+  check(double{});
+}
+
 TEST_CASE("reproducible sums are at least as accurate as plain double sums") {
   // sum_i x_i with a known exact value: pairs (+big_i, -big_i) cancel
   // exactly, and small terms that are exact multiples of 2^-40 add up to a

@@ -4,6 +4,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
+#include <gradsum/model/detail/row_dot.hpp>
 
 #include <string>
 #include <type_traits>
@@ -22,44 +23,6 @@
 #endif
 
 namespace gradsum {
-namespace detail {
-
-/// s[0] + ... + s[2W - 1] added pairwise: s[k] += s[k + W] for k < W, then
-/// the same for W / 2, down to 1. Spelled out level by level (a template
-/// per level, each loop of constant length) so that compilers keep the
-/// partial sums in registers: as one loop over W, GCC added the last
-/// levels one element at a time through the stack, a chain of stores and
-/// loads that took a third of Linear's per-block time with Reproducible
-/// (perf, float, d = 64).
-template <int W, class Scalar>
-KOKKOS_FORCEINLINE_FUNCTION Scalar fold(Scalar* s) {
-  if constexpr (W == 0) {
-    return s[0];
-  } else {
-    for (int k = 0; k < W; ++k) s[k] += s[k + W];
-    return fold<W / 2>(s);
-  }
-}
-
-/// a[0 … n) . b[0 … n) with K independent partial sums, added pairwise at
-/// the end. One chain of additions would be slower than reading the data
-/// (without -ffast-math the compiler may not reorder it); K partial sums
-/// of a whole number of SIMD registers let the compiler keep one register
-/// per group of lanes instead of adding lanes in order across a register
-/// (what GCC does with 8 float partial sums and 16-lane AVX-512 registers,
-/// at half the speed). The order of the additions, and so the bits, depend
-/// on K and n only, not on the target.
-template <int K, class Scalar>
-KOKKOS_INLINE_FUNCTION Scalar dot(const Scalar* a, const Scalar* b, int n) {
-  Scalar s[K] = {};
-  int j = 0;
-  for (; j + K <= n; j += K)
-    for (int k = 0; k < K; ++k) s[k] += a[j + k] * b[j + k];
-  for (; j < n; ++j) s[0] += a[j] * b[j];
-  return fold<K / 2>(s);
-}
-
-}  // namespace detail
 
 /// Linear model with one output: z = w . x + b.
 ///
@@ -116,9 +79,9 @@ class Linear {
     // runs 1.4x faster with 32 bytes than with 128 under -march=native on
     // AVX-512, d = 256 twice as fast with 128 than with 32).
     if (long_rows<Scalar>())
-      z[0] = theta[d_] + detail::dot<128 / sizeof(Scalar)>(theta, x, d_);
+      z[0] = theta[d_] + detail::row_dot<128 / sizeof(Scalar)>(theta, x, d_);
     else
-      z[0] = theta[d_] + detail::dot<32 / sizeof(Scalar)>(theta, x, d_);
+      z[0] = theta[d_] + detail::row_dot<32 / sizeof(Scalar)>(theta, x, d_);
   }
 
   /// g += dz[0] * (x, 1): the gradient of dz . z with respect to (w, b).

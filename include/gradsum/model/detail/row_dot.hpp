@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// The dot product of a parameter vector with one sample's row, as the
+// linear models take it: K partial sums in a fixed order, so that a
+// sample's logit has the same bits wherever it is computed.
+
+#include <gradsum/core/kokkos_compat.hpp>
+
+#include <type_traits>
+#include <utility>
+
+// GCC (12 and later) and Clang, host code for x86-64 with AVX or AVX-512:
+// the partial sums are held in a vector register, in explicitly written
+// vector operations (GRADSUM_ROW_DOT_REGISTER_BYTES is the widest register
+// the target has; K partial sums take at least 32 bytes).
+#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__HIPCC__) && \
+    (defined(__clang__) || __GNUC__ >= 12) && (defined(__AVX__) || defined(__AVX512F__))
+#include <immintrin.h>
+#if defined(__AVX512F__)
+#define GRADSUM_ROW_DOT_REGISTER_BYTES 64
+#else
+#define GRADSUM_ROW_DOT_REGISTER_BYTES 32
+#endif
+#endif
+
+namespace gradsum {
+namespace detail {
+
+/// s[0] + ... + s[2W - 1] added pairwise: s[k] += s[k + W] for k < W, then
+/// the same for W / 2, down to 1. Spelled out level by level (a template
+/// per level, each loop of constant length) so that compilers keep the
+/// partial sums in registers: as one loop over W, GCC added the last
+/// levels one element at a time through the stack, a chain of stores and
+/// loads that took a third of Linear's per-block time with Reproducible
+/// (perf, float, d = 64).
+template <int W, class Scalar>
+KOKKOS_FORCEINLINE_FUNCTION Scalar fold(Scalar* s) {
+  if constexpr (W == 0) {
+    return s[0];
+  } else {
+    for (int k = 0; k < W; ++k) s[k] += s[k + W];
+    return fold<W / 2>(s);
+  }
+}
+
+#ifdef GRADSUM_ROW_DOT_REGISTER_BYTES
+/// Lanes Offset … Offset + sizeof...(I) - 1 of the vector s.
+template <int Offset, class V, int... I>
+KOKKOS_FORCEINLINE_FUNCTION auto lanes_of(const V& s, std::integer_sequence<int, I...>) {
+  return __builtin_shufflevector(s, s, (Offset + I)...);
+}
+
+/// fold<W> of the lanes of a vector: halves added, down to one lane.
+template <int W, class V>
+KOKKOS_FORCEINLINE_FUNCTION auto fold_lanes(const V& s) {
+  if constexpr (W == 0) {
+    return s[0];
+  } else {
+    constexpr auto half = std::make_integer_sequence<int, W>();
+    return fold_lanes<W / 2>(lanes_of<0>(s, half) + lanes_of<W>(s, half));
+  }
+}
+
+/// c + a * b, one rounding where the target has fused multiply-adds, else
+/// two. Written out because GCC, tuning for AMD Zen (-march=native there),
+/// splits loop-carried fused multiply-adds into a multiply and an add in
+/// some loops and not in others: one dot product would round differently
+/// in two callers.
+template <class V>
+KOKKOS_FORCEINLINE_FUNCTION V multiply_add(const V& a, const V& b, const V& c) {
+#ifdef __FP_FAST_FMAF
+  if constexpr (std::is_same_v<V, float>) return __builtin_fmaf(a, b, c);
+#endif
+#ifdef __FP_FAST_FMA
+  if constexpr (std::is_same_v<V, double>) return __builtin_fma(a, b, c);
+#endif
+  if constexpr (!std::is_arithmetic_v<V>) {
+    [[maybe_unused]] constexpr bool single = std::is_same_v<std::decay_t<decltype(a[0])>, float>;
+#ifdef __FMA__
+    if constexpr (sizeof(V) == 32 && single)
+      return V(_mm256_fmadd_ps(__m256(a), __m256(b), __m256(c)));
+    if constexpr (sizeof(V) == 32 && !single)
+      return V(_mm256_fmadd_pd(__m256d(a), __m256d(b), __m256d(c)));
+#endif
+#ifdef __AVX512F__
+    if constexpr (sizeof(V) == 64 && single)
+      return V(_mm512_fmadd_ps(__m512(a), __m512(b), __m512(c)));
+    if constexpr (sizeof(V) == 64 && !single)
+      return V(_mm512_fmadd_pd(__m512d(a), __m512d(b), __m512d(c)));
+#endif
+  }
+  return c + a * b;
+}
+
+/// row_dot<K> with its K partial sums in one vector register: the same
+/// additions in the same order. (As written for the compiler to
+/// vectorize, GCC under -march=native on AMD Zen built the partial sums
+/// from scalars, ran the loop as a chain of compares and added the last
+/// levels one lane at a time: bench_gradient, logistic, float, d = 32,
+/// n = 10^4, one core, 145 -> 172 M samples/s.)
+template <int K, class Scalar>
+inline Scalar row_dot_lanes(const Scalar* a, const Scalar* b, int n) {
+  typedef Scalar V __attribute__((vector_size(K * sizeof(Scalar))));
+  V v = {};
+  int j = 0;
+  for (; j + K <= n; j += K) {
+    V x, y;
+    __builtin_memcpy(&x, a + j, sizeof x);
+    __builtin_memcpy(&y, b + j, sizeof y);
+    v = multiply_add(x, y, v);
+  }
+  if (j < n) {
+    Scalar s0 = v[0];
+    for (; j < n; ++j) s0 = multiply_add(a[j], b[j], s0);
+    v[0] = s0;
+  }
+  return fold_lanes<K / 2>(v);
+}
+#endif
+
+/// a[0 … n) . b[0 … n) with K independent partial sums, added pairwise at
+/// the end: s[k] takes the products j = k, k + K, k + 2K, …, and the
+/// products past the last whole group of K go to s[0]. One chain of
+/// additions would be slower than reading the data (without -ffast-math
+/// the compiler may not reorder it). The order of the additions depends on
+/// K and n only; whether the multiply-adds are fused depends on the
+/// target. A vector register holds the partial sums where they fit one.
+/// (Held in two, they made the pass over rows of 256 floats slower, 0.93
+/// -> 0.82 of the read bandwidth on two threads; in four, GCC kept them in
+/// memory.)
+template <int K, class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar row_dot(const Scalar* a, const Scalar* b, int n) {
+#ifdef GRADSUM_ROW_DOT_REGISTER_BYTES
+  if constexpr (K * sizeof(Scalar) <= GRADSUM_ROW_DOT_REGISTER_BYTES)
+    return row_dot_lanes<K>(a, b, n);
+#endif
+  Scalar s[K] = {};
+  int j = 0;
+  for (; j + K <= n; j += K)
+    for (int k = 0; k < K; ++k) s[k] += a[j + k] * b[j + k];
+  for (; j < n; ++j) s[0] += a[j] * b[j];
+  return fold<K / 2>(s);
+}
+
+}  // namespace detail
+}  // namespace gradsum
