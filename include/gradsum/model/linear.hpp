@@ -79,9 +79,9 @@ class Linear {
     // runs 1.4x faster with 32 bytes than with 128 under -march=native on
     // AVX-512, d = 256 twice as fast with 128 than with 32).
     if (long_rows<Scalar>())
-      z[0] = theta[d_] + detail::row_dot<128 / sizeof(Scalar)>(theta, x, d_);
+      z[0] = theta[d_] + detail::row_dot<long_row_sums<Scalar>>(theta, x, d_);
     else
-      z[0] = theta[d_] + detail::row_dot<32 / sizeof(Scalar)>(theta, x, d_);
+      z[0] = theta[d_] + detail::row_dot<short_row_sums<Scalar>>(theta, x, d_);
   }
 
   /// g += dz[0] * (x, 1): the gradient of dz . z with respect to (w, b).
@@ -146,6 +146,12 @@ class Linear {
   }
 
  private:
+  /// The dot product's partial sums for long and short rows (forward()).
+  template <class Scalar>
+  static constexpr int long_row_sums = 128 / sizeof(Scalar);
+  template <class Scalar>
+  static constexpr int short_row_sums = 32 / sizeof(Scalar);
+
   /// Whether a row takes 256 bytes or more: the dot product's long form,
   /// and half blocks on the batched path (see there).
   template <class Scalar>
@@ -159,10 +165,18 @@ class Linear {
   template <class Scalar>
   KOKKOS_FUNCTION void logits(const Scalar* theta, const Scalar* const* xs, const Scalar* ys,
                               int m, Scalar* z, Scalar* y) const {
-    for (int s = 0; s < m; ++s) {
-      forward(theta, xs[s], z + s);
-      y[s] = ys[s];
-    }
+    int s = 0;
+#ifdef GRADSUM_ROW_DOT_REGISTER_BYTES
+    // forward()'s arithmetic, two short rows at a time.
+    if (!long_rows<Scalar>())
+      for (; s + 2 <= m; s += 2) {
+        detail::row_dot_pair<short_row_sums<Scalar>>(theta, xs[s], xs[s + 1], d_, z + s);
+        z[s] = theta[d_] + z[s];
+        z[s + 1] = theta[d_] + z[s + 1];
+      }
+#endif
+    for (; s < m; ++s) forward(theta, xs[s], z + s);
+    for (s = 0; s < m; ++s) y[s] = ys[s];
   }
 
   /// block_gradient for m <= B samples in one go.
