@@ -128,7 +128,9 @@ std::int64_t iterations_for(std::int64_t bytes) {
 // same MPI call (on the host, gradsum's aggregation is a fence and then
 // that call), and with 10 pairs of 64 MiB on four ranks over two cores the
 // medians still differed by up to 5% from run to run.
-std::int64_t pairs_for(std::int64_t bytes) { return std::max<std::int64_t>(iterations_for(bytes), 40); }
+std::int64_t pairs_for(std::int64_t bytes) {
+  return std::max<std::int64_t>(iterations_for(bytes), 40);
+}
 
 }  // namespace
 
