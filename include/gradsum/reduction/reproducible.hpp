@@ -3,6 +3,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/prefetch.hpp>
 #include <gradsum/reduction/array_reduce.hpp>
 
 #include <cstddef>
@@ -354,7 +355,8 @@ struct BinnedState {
     for (int b = 0; b < bins_per_window; ++b) {
       acc[1 + b] = int_bin(b)[j];
       if (fast_window(t))
-        acc[1 + b] += std::int64_t(scale2(fp_bin(b)[j] - bin_start(t, b), -int(bin_bits * (t - b))));
+        acc[1 + b] +=
+            std::int64_t(scale2(fp_bin(b)[j] - bin_start(t, b), -int(bin_bits * (t - b))));
     }
   }
 
@@ -597,15 +599,12 @@ struct WindowCheck {
   }
 };
 
-/// Asks for the cache lines of p[0 … bytes) into the core's level-2 cache.
 /// The deposit is compute-bound and reads nothing from memory: asking for
-/// the next block's rows meanwhile saved 14% at float, d = 256
-/// (bench_reduction, 2 threads), where a block's rows are 32 KiB and took
-/// as long to load as to deposit. Into level 1, d = 64 was 15% slower.
-KOKKOS_FORCEINLINE_FUNCTION void prefetch(const void* p, std::size_t bytes) {
-  for (std::size_t o = 0; o < bytes; o += 64)
-    __builtin_prefetch(static_cast<const char*>(p) + o, 0, 2);
-}
+/// the next block's rows meanwhile, into the level-2 cache, saved 14% at
+/// float, d = 256 (bench_reduction, 2 threads), where a block's rows are
+/// 32 KiB and took as long to load as to deposit. Into level 1, d = 64 was
+/// 15% slower.
+constexpr int next_rows_locality = 2;
 
 /// The contributions scale[s] * row[s][offset + k] for s < m and
 /// k < `width`, deposited into those coordinates' floating-point bins
@@ -629,7 +628,8 @@ GRADSUM_LANES_TARGET KOKKOS_FORCEINLINE_FUNCTION bool deposit_rank_one(
   const f64xn one = f64xn{} + 1.0;
   for (int s = 0; s < m; ++s) {
     const Scalar* x = row[s] + offset;
-    if (next[s] != nullptr) prefetch(next[s] + offset, width * sizeof(Scalar));
+    if (next[s] != nullptr)
+      prefetch_lines<next_rows_locality>(next[s] + offset, width * sizeof(Scalar));
     const Scalar r = scale[s];
     for (int g = 0; g < groups; ++g) {
       V v;
@@ -931,10 +931,12 @@ void reduce_binned(const ExecutionSpace& space, const std::string& label, std::i
 /// out(j) = the binned accumulator j of `bins` (reduce_bins' layout)
 /// rounded to out's value type, for j < width. Asynchronous.
 template <class ExecutionSpace, class BinsView, class OutView>
-void round_binned(const ExecutionSpace& space, const BinsView& bins, int width, const OutView& out) {
+void round_binned(const ExecutionSpace& space, const BinsView& bins, int width,
+                  const OutView& out) {
   using Scalar = typename OutView::non_const_value_type;
   Kokkos::parallel_for(
-      "gradsum::reduction::reproducible::round", Kokkos::RangePolicy<ExecutionSpace>(space, 0, width),
+      "gradsum::reduction::reproducible::round",
+      Kokkos::RangePolicy<ExecutionSpace>(space, 0, width),
       KOKKOS_LAMBDA(int j) { out(j) = Scalar(binned_value(bins.data() + binned_width * j)); });
 }
 

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <gradsum/core/kokkos_compat.hpp>
+
+#include <cstddef>
+
+// Defined where prefetch_lines asks the hardware for anything: host code
+// compiled by GCC or Clang (not the device passes of CUDA or HIP).
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+#define GRADSUM_PREFETCHES 1
+#endif
+
+namespace gradsum {
+namespace detail {
+
+/// Asks for the cache lines of p[0 … bytes), 64 bytes apart, to be brought
+/// into the core's caches ahead of use: into level 1 with Locality 3, level
+/// 2 with Locality 2 (__builtin_prefetch's scale). A hint only: it never
+/// faults, and without GRADSUM_PREFETCHES it does nothing.
+template <int Locality>
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_lines(const void* p, std::size_t bytes) {
+#ifdef GRADSUM_PREFETCHES
+  for (std::size_t o = 0; o < bytes; o += 64)
+    __builtin_prefetch(static_cast<const char*>(p) + o, 0, Locality);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+}  // namespace detail
+}  // namespace gradsum
