@@ -7,7 +7,9 @@
 // Both are best-of figures over as many tries, taken in turn (a pass, a
 // read, a pass, ...), so that a busy machine, which slows single passes,
 // disturbs neither side more than the other; `mean_GBps` is the achieved
-// rate over all passes.
+// rate over all passes. The `_shuffled` cases read the rows in a shuffled
+// order, as a mini-batch drawn by MiniBatchSampler does (the reference
+// still reads in order).
 //
 //   bench_gradient [--benchmark_filter=REGEX] [--benchmark_out=FILE.json]
 
@@ -64,7 +66,7 @@ class ReadReference {
 
 enum class Kind { linear, logistic, softmax };
 
-template <class Space, class Scalar, Kind kind>
+template <class Space, class Scalar, Kind kind, bool shuffled>
 void gradient_pass(benchmark::State& state) {
   const auto n = std::int64_t(state.range(0));
   const int d = int(state.range(1));
@@ -75,13 +77,21 @@ void gradient_pass(benchmark::State& state) {
   const double bytes = double(n) * (d + 1) * sizeof(Scalar);
   const ReadReference<Space> reference(space, std::size_t(bytes));
   double total_seconds = 0, best_seconds = 1e300, best_read_seconds = 1e300;
+  // Every row once: in order (a RowRange), or as one mini-batch of n rows
+  // in a shuffled order (a RowList; the sampler's order outlives it).
+  const auto rows = [&] {
+    if constexpr (shuffled)
+      return gradsum::MiniBatchSampler<typename Space::memory_space>(n, n, 3).batch(0);
+    else
+      return data.all_rows();
+  }();
   auto run = [&](auto model, auto loss) {
     auto step = gradsum::make_step<Scalar>(space, model, loss);
     auto theta = step.make_parameters();
     Kokkos::deep_copy(theta, Scalar(0.01));
-    step.evaluate(theta, data);  // checks the data once, warms up
+    step.evaluate(theta, data, rows);  // checks the data once, warms up
     for (auto _ : state) {
-      const double t = seconds_of(space, [&] { step.evaluate(theta, data); });
+      const double t = seconds_of(space, [&] { step.evaluate(theta, data, rows); });
       state.SetIterationTime(t);
       total_seconds += t;
       best_seconds = std::min(best_seconds, t);
@@ -107,11 +117,12 @@ void gradient_pass(benchmark::State& state) {
   state.counters["bw_fraction"] = achieved / bandwidth;
 }
 
-template <class Space, class Scalar, Kind kind>
+template <class Space, class Scalar, Kind kind, bool shuffled = false>
 void register_case(const char* model, std::int64_t n, int d) {
   const std::string name = std::string("gradient_pass/") + gradsum::space_name<Space>() + "/" +
-                           (sizeof(Scalar) == 4 ? "float" : "double") + "/" + model;
-  benchmark::RegisterBenchmark(name.c_str(), gradient_pass<Space, Scalar, kind>)
+                           (sizeof(Scalar) == 4 ? "float" : "double") + "/" + model +
+                           (shuffled ? "_shuffled" : "");
+  benchmark::RegisterBenchmark(name.c_str(), gradient_pass<Space, Scalar, kind, shuffled>)
       ->Args({n, d})
       ->ArgNames({"n", "d"})
       ->UseManualTime()
@@ -132,6 +143,8 @@ void register_all(std::tuple<Spaces...>*) {
     register_case<Space, double, Kind::linear>("linear", 1000000, 16);
     register_case<Space, float, Kind::linear>("linear", 1000000, 64);
     register_case<Space, double, Kind::softmax>("softmax", 100000, 64);
+    register_case<Space, float, Kind::logistic, true>("logistic", 1000000, 32);
+    register_case<Space, double, Kind::softmax, true>("softmax", 100000, 64);
   };
   (per_space(static_cast<Spaces*>(nullptr)), ...);
 }
