@@ -119,49 +119,57 @@ TEST_CASE_TEMPLATE_DEFINE("sampled mini-batch gradients split over workers sum t
 }
 TEST_CASE_TEMPLATE_APPLY(sampled_parts, Spaces);
 
-// A shuffled batch of several blocks of the batched path (three of 32 and
-// a part block of 4), on every path that prefetches the rows ahead from
+// Shuffled batches of several blocks of the batched path (three of 32 and
+// a part block of 4), and a full batch in stored order (nine blocks and a
+// part block of 12), on every path that prefetches the rows ahead from
 // the batch's index: each gives the textbook gradient over the same rows.
 template <class Space, class Model, class Loss>
 void check_shuffled_batch(const Model& model, const Loss& loss, Kind kind, int outputs) {
   using Memory = typename Space::memory_space;
-  const int d = 5;
+  // Rows of 160 bytes: over 128, where consecutive rows are left to the
+  // hardware prefetchers and shuffled ones are not.
+  const int d = 20;
   const auto problem = random_problem(300, d, kind, outputs, 91);
   const auto data =
       gradsum::Dataset<double, Memory>::from_host(problem.n, d, problem.x, problem.y);
-  gradsum::MiniBatchSampler<Memory> sampler(problem.n, 100, 8);
   auto step = gradsum::make_step<double>(Space(), model, loss, gradsum::SGD{},
                                          gradsum::Objective{0.0, false});
   auto theta = step.make_parameters();
   const std::size_t P = std::size_t(model.num_parameters());
   const auto theta_host = random_vector(P, 4);
   fill(theta, theta_host);
-  for (std::int64_t b = 0; b < sampler.num_batches(); ++b) {
-    step.evaluate(theta, data, sampler.batch(b));
-    HostProblem batch{100, d, {}, {}};
-    for (std::int64_t i = 100 * b; i < 100 * (b + 1); ++i) {
-      const auto r = std::size_t(sampler.order()[std::size_t(i)]);
-      batch.x.insert(batch.x.end(), problem.x.begin() + r * d, problem.x.begin() + (r + 1) * d);
-      batch.y.push_back(problem.y[r]);
+  for (const std::int64_t batch_size : {100, 0}) {
+    CAPTURE(batch_size);
+    gradsum::MiniBatchSampler<Memory> sampler(problem.n, batch_size, 8);
+    const std::int64_t size = sampler.batch_size();
+    for (std::int64_t b = 0; b < sampler.num_batches(); ++b) {
+      step.evaluate(theta, data, sampler.batch(b));
+      HostProblem batch{size, d, {}, {}};
+      for (std::int64_t i = size * b; i < size * (b + 1); ++i) {
+        const auto r = std::size_t(sampler.order()[std::size_t(i)]);
+        batch.x.insert(batch.x.end(), problem.x.begin() + r * d, problem.x.begin() + (r + 1) * d);
+        batch.y.push_back(problem.y[r]);
+      }
+      const auto reference = reference_sums(batch, outputs, kind, theta_host, 0, size);
+      CHECK(relative_distance(to_host(step.sums()), reference, P + 1) <= 1e-13);
     }
-    const auto reference = reference_sums(batch, outputs, kind, theta_host, 0, 100);
-    CHECK(relative_distance(to_host(step.sums()), reference, P + 1) <= 1e-13);
   }
 }
 
-TEST_CASE_TEMPLATE_DEFINE("shuffled batches of several blocks give the textbook gradient on "
+TEST_CASE_TEMPLATE_DEFINE("sampled batches of several blocks give the textbook gradient on "
                           "every path",
                           Space, shuffled_blocks) {
-  gradsum::Linear per_sample(5);
+  gradsum::Linear per_sample(20);
   per_sample.batched = false;
   SUBCASE("linear, batched") {
-    check_shuffled_batch<Space>(gradsum::Linear(5), gradsum::BinaryCrossEntropy{}, Kind::binary, 1);
+    check_shuffled_batch<Space>(gradsum::Linear(20), gradsum::BinaryCrossEntropy{}, Kind::binary,
+                                1);
   }
   SUBCASE("linear, per sample") {
     check_shuffled_batch<Space>(per_sample, gradsum::BinaryCrossEntropy{}, Kind::binary, 1);
   }
   SUBCASE("softmax") {
-    check_shuffled_batch<Space>(gradsum::Softmax(5, 3), gradsum::SoftmaxCrossEntropy{},
+    check_shuffled_batch<Space>(gradsum::Softmax(20, 3), gradsum::SoftmaxCrossEntropy{},
                                 Kind::multiclass, 3);
   }
 }

@@ -6,8 +6,9 @@
 #include <cstddef>
 
 // Defined where prefetch_lines asks the hardware for anything: host code
-// compiled by GCC or Clang (not the device passes of CUDA or HIP).
-#if defined(__GNUC__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+// compiled by GCC or Clang (not the device passes of CUDA, HIP or SYCL).
+#if defined(__GNUC__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__) && \
+    !defined(__SYCL_DEVICE_ONLY__)
 #define GRADSUM_PREFETCHES 1
 #endif
 

@@ -133,15 +133,23 @@ struct PerSample {
   /// RowRange is read in order, which they follow.
   static constexpr bool indexed = !std::is_same<Rows, RowRange>::value;
 
-  /// Whether the batched path asks for the next block's rows: for rows
-  /// from an index, and for rows in order of at most 128 bytes. Measured
-  /// on rows in order (bench_gradient, logistic, float, d = 32, rows of
-  /// 128 bytes): one core, n = 10^6, 142 -> 203 M
+  /// Whether the batched path asks for the rows of the `count` selected
+  /// samples from `first` on, its next block: for rows of at most 128
+  /// bytes, and for longer rows unless they are consecutive rows of the
+  /// data (a RowRange, or an index in stored order, as a full batch
+  /// drawn by MiniBatchSampler is; the first and last rows of the block
+  /// tell). Measured on rows in order (bench_gradient, logistic, float,
+  /// d = 32, rows of 128 bytes): one core, n = 10^6, 142 -> 203 M
   /// samples/s; two threads, n = 4 * 10^6, 0.74-0.79 -> 0.79-0.83 of the
   /// read bandwidth in four paired runs; in cache (n = 10^4) 254 -> 234.
-  /// Rows of 256 bytes (double d = 32, float d = 64) were slower with it.
-  KOKKOS_FUNCTION bool prefetches_next_block() const {
-    return indexed || x.extent(1) * sizeof(Scalar) <= 128;
+  /// Rows of 256 bytes in order (double d = 32, float d = 64) were slower
+  /// with it.
+  KOKKOS_FUNCTION bool prefetches_block(std::int64_t first, std::int64_t count) const {
+    if (x.extent(1) * sizeof(Scalar) <= 128) return true;
+    if constexpr (indexed)
+      return rows(first + count - 1) - rows(first) != count - 1;
+    else
+      return false;
   }
 
   /// Asks for selected sample i's target and the first
@@ -220,9 +228,10 @@ struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
       ys[s] = this->y(r);
     }
     // The rows of block b + 1, which the same thread most likely takes next.
-    if (this->prefetches_next_block())
-      for (std::int64_t i = first + B; i < first + 2 * B && i < num_rows; ++i)
-        this->prefetch_sample(i);
+    const std::int64_t next = first + B;
+    const std::int64_t next_count = num_rows - next < B ? num_rows - next : B;
+    if (next_count > 0 && this->prefetches_block(next, next_count))
+      for (std::int64_t i = next; i < next + next_count; ++i) this->prefetch_sample(i);
     acc[num_parameters] += this->model.block_gradient(this->loss, this->theta, xs, ys, m, acc);
   }
 };
