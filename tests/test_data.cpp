@@ -126,8 +126,9 @@ TEST_CASE_TEMPLATE_APPLY(sampled_parts, Spaces);
 template <class Space, class Model, class Loss>
 void check_shuffled_batch(const Model& model, const Loss& loss, Kind kind, int outputs) {
   using Memory = typename Space::memory_space;
-  // Rows of 160 bytes: over 128, where consecutive rows are left to the
-  // hardware prefetchers and shuffled ones are not.
+  // Rows of 160 bytes: over 128, where a model's batched path that asks
+  // for a whole block at once (MLP's) leaves consecutive rows to the
+  // hardware prefetchers and shuffled ones not.
   const int d = 20;
   const auto problem = random_problem(300, d, kind, outputs, 91);
   const auto data =
@@ -156,6 +157,38 @@ void check_shuffled_batch(const Model& model, const Loss& loss, Kind kind, int o
   }
 }
 
+// The same batches through an MLP, whose batched path (blocks of 8) asks
+// for the next block's rows at its start: the per-sample path, which asks
+// for them eight samples ahead, over the same rows is the reference.
+template <class Space>
+void check_shuffled_mlp() {
+  using Memory = typename Space::memory_space;
+  const int d = 20;
+  const auto problem = random_problem(300, d, Kind::binary, 1, 93);
+  const auto data =
+      gradsum::Dataset<double, Memory>::from_host(problem.n, d, problem.x, problem.y);
+  gradsum::MLP batched(d, {6}, 1, gradsum::Activation::tanh), per_sample = batched;
+  batched.batched = true;
+  per_sample.batched = false;
+  const gradsum::Objective objective{0.0, false};
+  auto a = gradsum::make_step<double>(Space(), batched, gradsum::BinaryCrossEntropy{},
+                                      gradsum::SGD{}, objective);
+  auto b = gradsum::make_step<double>(Space(), per_sample, gradsum::BinaryCrossEntropy{},
+                                      gradsum::SGD{}, objective);
+  auto theta = a.make_parameters();
+  const std::size_t P = std::size_t(batched.num_parameters());
+  fill(theta, random_vector(P, 6, 0.6));
+  for (const std::int64_t batch_size : {100, 0}) {
+    CAPTURE(batch_size);
+    gradsum::MiniBatchSampler<Memory> sampler(problem.n, batch_size, 9);
+    for (std::int64_t k = 0; k < sampler.num_batches(); ++k) {
+      a.evaluate(theta, data, sampler.batch(k));
+      b.evaluate(theta, data, sampler.batch(k));
+      CHECK(relative_distance(to_host(a.sums()), to_host(b.sums()), P + 1) <= 1e-13);
+    }
+  }
+}
+
 TEST_CASE_TEMPLATE_DEFINE("sampled batches of several blocks give the textbook gradient on "
                           "every path",
                           Space, shuffled_blocks) {
@@ -172,5 +205,77 @@ TEST_CASE_TEMPLATE_DEFINE("sampled batches of several blocks give the textbook g
     check_shuffled_batch<Space>(gradsum::Softmax(20, 3), gradsum::SoftmaxCrossEntropy{},
                                 Kind::multiclass, 3);
   }
+  SUBCASE("MLP, batched against per sample") { check_shuffled_mlp<Space>(); }
 }
 TEST_CASE_TEMPLATE_APPLY(shuffled_blocks, Spaces);
+
+namespace {
+// Which rows Linear's batched path asks for while it works on the block
+// before `next`: the next block's rows when an index scatters them, else
+// (rows in stored order) the block after it's, for rows of at most 512
+// bytes, which are then row s of this block 2 B rows on; nothing past the
+// selected rows.
+template <class Data, class Rows, class RowOf>
+void check_rows_asked_for(const Data& data, const Rows& rows, const RowOf& row_of,
+                          bool scattered) {
+  using X = typename Data::features_view;
+  using Y = typename Data::targets_view;
+  using Body = gradsum::detail::BlockBody<gradsum::Linear, gradsum::BinaryCrossEntropy, double, X,
+                                          Y, Rows>;
+  constexpr int B = gradsum::Linear::block_size;
+  static_assert(Body::spreads, "Linear's batched path takes an ahead");
+  const int d = int(data.num_features());
+  const std::vector<double> theta(std::size_t(d) + 1, 0.5);
+  const std::int64_t n = rows.size();
+  const Body body{{gradsum::Linear(d), gradsum::BinaryCrossEntropy{}, theta.data(), data.features(),
+                   data.targets(), rows},
+                  d + 1,
+                  n};
+  const auto x = data.features();
+  const std::size_t row_bytes = std::size_t(d) * sizeof(double);
+  for (std::int64_t next = B; next < n + 2 * B; next += B) {
+    CAPTURE(d);
+    CAPTURE(next);
+    const double* row[B] = {};
+    const auto ahead = body.ahead_of(next, row);
+    CHECK(ahead.bytes == std::min<std::size_t>(row_bytes, 1024));
+    if (scattered) {
+      const std::int64_t count = std::max<std::int64_t>(0, std::min<std::int64_t>(B, n - next));
+      REQUIRE(ahead.count == count);
+      if (count > 0) REQUIRE(ahead.row == row);
+      for (int s = 0; s < count; ++s) CHECK(ahead.row[s] == &x(row_of(next + s), 0));
+    } else {
+      const std::int64_t later = next + B;
+      const std::int64_t count =
+          row_bytes > 512 ? 0 : std::max<std::int64_t>(0, std::min<std::int64_t>(B, n - later));
+      REQUIRE(ahead.count == count);
+      if (count > 0) REQUIRE(ahead.row == nullptr);
+      for (int s = 0; s < count; ++s)
+        CHECK(ahead.first + s * ahead.stride == &x(row_of(later + s), 0));
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("Linear's batched path asks for the rows it reads next") {
+  using Memory = Kokkos::HostSpace;
+  const std::int64_t n = 200;  // six blocks of 32 and one of 8
+  for (int d : {16, 20, 64, 80}) {  // rows of 128, 160, 512 and 640 bytes
+    const auto problem = random_problem(n, d, Kind::binary, 1, 17);
+    const auto data = gradsum::Dataset<double, Memory>::from_host(n, d, problem.x, problem.y);
+    // In stored order: a RowRange, and a full batch (an index in order).
+    check_rows_asked_for(data, data.all_rows(), [](std::int64_t i) { return i; }, false);
+    gradsum::MiniBatchSampler<Memory> full(n, 0, 3);
+    check_rows_asked_for(data, full.batch(0), [](std::int64_t i) { return i; }, false);
+    // Shuffled: one batch of every row, and two of 100.
+    for (const std::int64_t size : {n, std::int64_t(100)}) {
+      gradsum::MiniBatchSampler<Memory> sampler(n, size, 5);
+      for (std::int64_t b = 0; b < sampler.num_batches(); ++b) {
+        const auto& order = sampler.order();
+        check_rows_asked_for(
+            data, sampler.batch(b),
+            [&](std::int64_t i) { return order[std::size_t(b * size + i)]; }, true);
+      }
+    }
+  }
+}

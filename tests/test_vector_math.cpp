@@ -375,3 +375,55 @@ TEST_CASE_TEMPLATE_DEFINE("Linear: Reproducible on the batched path, any order, 
   }
 }
 TEST_CASE_TEMPLATE_APPLY(linear_reproducible, Spaces);
+
+namespace {
+// Counts the calls ahead(s) that Linear's batched path makes; calls[size]
+// counts those with s outside [0, size).
+struct CountingAhead {
+  int* calls;
+  int size;
+  void operator()(int s) const { ++calls[s >= 0 && s < size ? s : size]; }
+};
+
+template <class Scalar>
+void check_ahead_calls(int d, int m) {
+  CAPTURE(d);
+  CAPTURE(m);
+  constexpr int B = Linear::block_size;
+  const Linear model(d);
+  std::mt19937_64 rng(std::uint64_t(d * 100 + m));
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<Scalar> x(std::size_t(B) * std::size_t(d)), theta(std::size_t(d) + 1);
+  for (auto& v : x) v = Scalar(u(rng));
+  for (auto& v : theta) v = Scalar(u(rng));
+  const Scalar* xs[B] = {};
+  Scalar ys[B] = {};
+  for (int s = 0; s < m; ++s) {
+    xs[s] = x.data() + std::size_t(s) * std::size_t(d);
+    ys[s] = Scalar(s % 2);
+  }
+  std::vector<Scalar> plain(std::size_t(d) + 1, Scalar(0)), asked(plain);
+  std::vector<int> calls(B + 1, 0);
+  const Scalar value =
+      model.block_gradient(BinaryCrossEntropy{}, theta.data(), xs, ys, m, plain.data());
+  const Scalar value_asked = model.block_gradient(BinaryCrossEntropy{}, theta.data(), xs, ys, m,
+                                                  asked.data(), CountingAhead{calls.data(), B});
+  for (int s = 0; s <= B; ++s) {
+    CAPTURE(s);
+    CHECK(calls[std::size_t(s)] == (s < m ? 1 : 0));
+  }
+  CHECK(std::memcmp(&value, &value_asked, sizeof value) == 0);
+  CHECK(std::memcmp(plain.data(), asked.data(), plain.size() * sizeof(Scalar)) == 0);
+}
+}  // namespace
+
+TEST_CASE("Linear: the batched path calls ahead once per sample, and it changes no bit") {
+  // Short rows (pairs of logits), and rows of 256 bytes or more (half
+  // blocks, single logits); whole, odd and single-sample blocks.
+  for (int m : {Linear::block_size, 7, 1}) {
+    check_ahead_calls<float>(8, m);
+    check_ahead_calls<double>(9, m);
+    check_ahead_calls<float>(70, m);
+    check_ahead_calls<double>(40, m);
+  }
+}

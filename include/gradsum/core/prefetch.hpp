@@ -30,5 +30,13 @@ KOKKOS_FORCEINLINE_FUNCTION void prefetch_lines(const void* p, std::size_t bytes
 #endif
 }
 
+/// A model's batched path calls ahead(s) once for each sample s of its
+/// block, as it starts on it, so that the caller can spread its requests
+/// for a later block's rows over the block's work (see BlockBody in
+/// gradient/analytic.hpp). This one asks for nothing.
+struct NoPrefetch {
+  KOKKOS_FORCEINLINE_FUNCTION void operator()(int /*s*/) const {}
+};
+
 }  // namespace detail
 }  // namespace gradsum

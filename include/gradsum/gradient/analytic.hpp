@@ -58,6 +58,18 @@ struct declares_block_gradient<M, L, S,
     : std::is_same<typename member_owner<decltype(&M::template block_gradient<L, S>)>::type,
                    M> {};
 
+/// Whether model.block_gradient(loss, theta, xs, ys, m, g, ahead) takes an
+/// `Ahead` to call once per sample (Linear; see detail::NoPrefetch).
+template <class M, class L, class S, class Ahead, class = void>
+struct block_gradient_takes_ahead : std::false_type {};
+template <class M, class L, class S, class Ahead>
+struct block_gradient_takes_ahead<
+    M, L, S, Ahead,
+    std::void_t<decltype(S(std::declval<const M&>().block_gradient(
+        std::declval<const L&>(), std::declval<const S*>(), std::declval<const S* const*>(),
+        std::declval<const S*>(), 1, std::declval<S*>(), std::declval<const Ahead&>())))>>
+    : std::true_type {};
+
 /// Whether a model has its own batched path, model.block_gradient(loss,
 /// theta, xs, ys, m, g) over blocks of Model::block_size samples. A model
 /// that only inherits one (a class derived from Linear or MLP, perhaps to
@@ -133,23 +145,28 @@ struct PerSample {
   /// RowRange is read in order, which they follow.
   static constexpr bool indexed = !std::is_same<Rows, RowRange>::value;
 
-  /// Whether the batched path asks for the rows of the `count` selected
-  /// samples from `first` on, its next block: for rows of at most 128
-  /// bytes, and for longer rows unless they are consecutive rows of the
-  /// data (a RowRange, or an index in stored order, as a full batch
-  /// drawn by MiniBatchSampler is; the first and last rows of the block
-  /// tell). Measured on rows in order (bench_gradient, logistic, float,
-  /// d = 32, rows of 128 bytes): one core, n = 10^6, 142 -> 203 M
-  /// samples/s; two threads, n = 4 * 10^6, 0.74-0.79 -> 0.79-0.83 of the
-  /// read bandwidth in four paired runs; in cache (n = 10^4) 254 -> 234.
-  /// Rows of 256 bytes in order (double d = 32, float d = 64) were slower
-  /// with it.
-  KOKKOS_FUNCTION bool prefetches_block(std::int64_t first, std::int64_t count) const {
-    if (x.extent(1) * sizeof(Scalar) <= 128) return true;
+  /// Bytes of one row.
+  KOKKOS_FUNCTION std::size_t row_bytes() const { return x.extent(1) * sizeof(Scalar); }
+
+  /// Whether the `count` selected samples from `first` on are consecutive
+  /// rows of the data: always for a RowRange; for an index, its first and
+  /// last rows tell (a full batch drawn by MiniBatchSampler is an index in
+  /// stored order).
+  KOKKOS_FUNCTION bool consecutive(std::int64_t first, std::int64_t count) const {
     if constexpr (indexed)
-      return rows(first + count - 1) - rows(first) != count - 1;
+      return rows(first + count - 1) - rows(first) == count - 1;
     else
-      return false;
+      return true;
+  }
+
+  /// Whether a model's batched path that asks for a whole block at once
+  /// (BlockBody, for models without `ahead`) asks for the `count`
+  /// selected samples from `first` on: rows of at most 128 bytes, and
+  /// longer rows that are not consecutive. (Logistic, float, d = 32, rows
+  /// in order, one core, n = 10^6: 142 -> 203 M samples/s; rows of 256
+  /// bytes in order were slower with it.)
+  KOKKOS_FUNCTION bool prefetches_block(std::int64_t first, std::int64_t count) const {
+    return row_bytes() <= 128 || !consecutive(first, count);
   }
 
   /// Asks for selected sample i's target and the first
@@ -161,13 +178,15 @@ struct PerSample {
   KOKKOS_FORCEINLINE_FUNCTION void prefetch_sample(std::int64_t i) const {
 #ifdef GRADSUM_PREFETCHES
     const std::int64_t r = rows(i);
-    const std::size_t row_bytes = x.extent(1) * sizeof(Scalar);
-    prefetch_lines<3>(&x(r, 0), row_bytes < prefetched_row_bytes ? row_bytes
-                                                                  : prefetched_row_bytes);
+    prefetch_lines<3>(&x(r, 0), prefetched_bytes());
     prefetch_lines<3>(&y(r), sizeof(Scalar));
 #else
     (void)i;
 #endif
+  }
+  /// How much of a row a prefetch asks for.
+  KOKKOS_FUNCTION std::size_t prefetched_bytes() const {
+    return row_bytes() < prefetched_row_bytes ? row_bytes() : prefetched_row_bytes;
   }
   /// Past this, the rest of a row is left to the hardware prefetchers
   /// (float, d = 1024, rows of 4 KiB: prefetching whole rows was slower
@@ -209,15 +228,84 @@ struct AnalyticBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
   }
 };
 
+/// What BlockBody hands a model's batched path to call once per sample s
+/// of its block, ahead(s): asks for the first `bytes` of row s of a later
+/// block, for s < count (count 0 asks for nothing). The rows are row[s],
+/// or, where `row` is null, first + s * stride (rows in stored order).
+template <class Scalar>
+struct AheadRows {
+  const Scalar* const* row = nullptr;
+  const Scalar* first = nullptr;
+  std::int64_t stride = 0;
+  int count = 0;
+  std::size_t bytes = 0;
+  KOKKOS_FORCEINLINE_FUNCTION void operator()(int s) const {
+    if (s < count) prefetch_lines<3>(row ? row[s] : first + s * stride, bytes);
+  }
+};
+
 /// A block of Model::block_size selected samples through the model's
 /// batched path; block b covers selected samples [b B, min(n, (b + 1) B)).
+///
+/// It also asks for rows that the same thread most likely reads later
+/// (a static schedule gives each thread consecutive blocks). A model that
+/// takes an `ahead` (Linear) asks for them a row per sample as it goes,
+/// chosen by ahead_of(); for other models, the next block's rows are asked
+/// for at the start (prefetches_block()). Asked for all at once, a block's
+/// rows wait for the core's few line-fill buffers. Measured, bench_gradient,
+/// logistic, two threads, as a fraction of the plain read's bandwidth
+/// (all at once -> a row per sample): float d = 32 in order 0.80-0.85 ->
+/// 0.96-1.02 (n = 4 * 10^6); double d = 64 in order 0.75 -> 0.94-0.98;
+/// float d = 256 shuffled 22 -> 29-34 GB/s, d = 32 shuffled unchanged; in
+/// cache (n = 10^4), about 8% slower. Shuffled rows asked for two blocks
+/// ahead were slower than one block ahead (double d = 32: 21 against 26
+/// GB/s).
 template <class Model, class Loss, class Scalar, class X, class Y, class Rows>
 struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
+  using Common = PerSample<Model, Loss, Scalar, X, Y, Rows>;
   int num_parameters;
   std::int64_t num_rows;
 
+  static constexpr int B = Model::block_size;
+  static constexpr bool spreads =
+      block_gradient_takes_ahead<Model, Loss, Scalar, AheadRows<Scalar>>::value;
+  /// In-order rows up to this long are asked for two blocks ahead; longer
+  /// ones are left to the hardware prefetchers (float, rows of 1 and 4
+  /// KiB: slower asked for).
+  static constexpr std::size_t longest_in_order_row = 512;
+
+  /// The rows to ask for while the block before `next` (the first
+  /// selected sample of the next block) is worked on: the next block's if
+  /// an index scatters them (their targets asked for now, into `row`), else
+  /// the block after it's, if in order and at most longest_in_order_row
+  /// bytes long.
+  KOKKOS_FUNCTION AheadRows<Scalar> ahead_of(std::int64_t next, const Scalar** row) const {
+    AheadRows<Scalar> ahead;
+    ahead.bytes = this->prefetched_bytes();
+    const std::int64_t next_count = num_rows - next < B ? num_rows - next : B;
+    if (next_count <= 0) return ahead;
+    if (!this->consecutive(next, next_count)) {
+      for (int s = 0; s < next_count; ++s) {
+        const std::int64_t r = this->rows(next + s);
+        row[s] = &this->x(r, 0);
+        prefetch_lines<3>(&this->y(r), sizeof(Scalar));
+      }
+      ahead.row = row;
+      ahead.count = int(next_count);
+      return ahead;
+    }
+    const std::int64_t later = next + B;
+    const std::int64_t later_count = num_rows - later < B ? num_rows - later : B;
+    if (later_count <= 0 || this->row_bytes() > longest_in_order_row ||
+        !this->consecutive(later, later_count))
+      return ahead;
+    ahead.first = &this->x(this->rows(later), 0);
+    ahead.stride = std::int64_t(this->x.stride_0());
+    ahead.count = int(later_count);
+    return ahead;
+  }
+
   KOKKOS_FUNCTION void operator()(std::int64_t b, Scalar* acc) const {
-    constexpr int B = Model::block_size;
     const std::int64_t first = b * B;
     const int m = num_rows - first < B ? int(num_rows - first) : B;
     const Scalar* xs[B];
@@ -227,12 +315,17 @@ struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
       xs[s] = &this->x(r, 0);
       ys[s] = this->y(r);
     }
-    // The rows of block b + 1, which the same thread most likely takes next.
     const std::int64_t next = first + B;
-    const std::int64_t next_count = num_rows - next < B ? num_rows - next : B;
-    if (next_count > 0 && this->prefetches_block(next, next_count))
-      for (std::int64_t i = next; i < next + next_count; ++i) this->prefetch_sample(i);
-    acc[num_parameters] += this->model.block_gradient(this->loss, this->theta, xs, ys, m, acc);
+    if constexpr (spreads) {
+      const Scalar* row[B];
+      acc[num_parameters] += this->model.block_gradient(this->loss, this->theta, xs, ys, m, acc,
+                                                        ahead_of(next, row));
+    } else {
+      const std::int64_t next_count = num_rows - next < B ? num_rows - next : B;
+      if (next_count > 0 && this->prefetches_block(next, next_count))
+        for (std::int64_t i = next; i < next + next_count; ++i) this->prefetch_sample(i);
+      acc[num_parameters] += this->model.block_gradient(this->loss, this->theta, xs, ys, m, acc);
+    }
   }
 };
 

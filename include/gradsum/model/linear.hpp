@@ -3,6 +3,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/prefetch.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
 #include <gradsum/model/detail/row_dot.hpp>
 
@@ -99,18 +100,23 @@ class Linear {
   /// detail::has_block_value_and_derivative); sample by sample it is the
   /// arithmetic of forward, the loss, backward, except for the loss's own
   /// vectorizable exp and log1p.
-  template <class Loss, class Scalar,
+  ///
+  /// `ahead(s)` is called for each sample s < m as its logit is computed:
+  /// the caller may ask for a later block's rows there, a row at a time
+  /// (detail::NoPrefetch, the default, asks for nothing).
+  template <class Loss, class Scalar, class Ahead = detail::NoPrefetch,
             class = std::enable_if_t<
                 detail::has_block_value_and_derivative<Loss, Scalar, block_size>::value>>
   KOKKOS_FUNCTION Scalar block_gradient(const Loss& loss, const Scalar* theta,
                                         const Scalar* const* xs, const Scalar* ys, int m,
-                                        Scalar* g) const {
+                                        Scalar* g, const Ahead& ahead = Ahead{}) const {
     constexpr int B = block_size;
     constexpr int half = B / 2 > 0 ? B / 2 : 1;
-    if (!long_rows<Scalar>()) return sub_block_gradient<B>(loss, theta, xs, ys, m, g);
+    if (!long_rows<Scalar>()) return sub_block_gradient<B>(loss, theta, xs, ys, m, g, ahead, 0);
     Scalar total = 0;
     for (int s = 0; s < m; s += half)
-      total += sub_block_gradient<half>(loss, theta, xs + s, ys + s, m - s < half ? m - s : half, g);
+      total += sub_block_gradient<half>(loss, theta, xs + s, ys + s, m - s < half ? m - s : half,
+                                        g, ahead, s);
     return total;
   }
 
@@ -128,7 +134,7 @@ class Linear {
                                        Scalar* dz, Scalar* value) const {
     constexpr int B = block_size;
     Scalar z[B] = {}, y[B] = {};
-    logits(theta, xs, ys, m, z, y);
+    logits(theta, xs, ys, m, z, y, detail::NoPrefetch{}, 0);
     loss.template block_values_and_derivatives<B>(z, y, value, dz);
   }
 
@@ -161,31 +167,40 @@ class Linear {
 
   /// z[s] = the logit of sample s and y[s] its target, for s < m; lanes
   /// m … B-1 keep the padding the caller set (the loss computes and
-  /// ignores them).
-  template <class Scalar>
+  /// ignores them). Calls ahead(offset + s) as it starts on sample s
+  /// (`ahead` taken by value, so that its fields stay in registers: in
+  /// cache, float d = 32, 5% faster than by reference).
+  template <class Scalar, class Ahead>
   KOKKOS_FUNCTION void logits(const Scalar* theta, const Scalar* const* xs, const Scalar* ys,
-                              int m, Scalar* z, Scalar* y) const {
+                              int m, Scalar* z, Scalar* y, const Ahead ahead,
+                              int offset) const {
     int s = 0;
 #ifdef GRADSUM_ROW_DOT_REGISTER_BYTES
     // forward()'s arithmetic, two short rows at a time.
     if (!long_rows<Scalar>())
       for (; s + 2 <= m; s += 2) {
+        ahead(offset + s);
+        ahead(offset + s + 1);
         detail::row_dot_pair<short_row_sums<Scalar>>(theta, xs[s], xs[s + 1], d_, z + s);
         z[s] = theta[d_] + z[s];
         z[s + 1] = theta[d_] + z[s + 1];
       }
 #endif
-    for (; s < m; ++s) forward(theta, xs[s], z + s);
+    for (; s < m; ++s) {
+      ahead(offset + s);
+      forward(theta, xs[s], z + s);
+    }
     for (s = 0; s < m; ++s) y[s] = ys[s];
   }
 
-  /// block_gradient for m <= B samples in one go.
-  template <int B, class Loss, class Scalar>
+  /// block_gradient for m <= B samples in one go; its samples are
+  /// offset … offset + m - 1 of the block, for ahead().
+  template <int B, class Loss, class Scalar, class Ahead>
   KOKKOS_FUNCTION Scalar sub_block_gradient(const Loss& loss, const Scalar* theta,
                                             const Scalar* const* xs, const Scalar* ys, int m,
-                                            Scalar* g) const {
+                                            Scalar* g, const Ahead& ahead, int offset) const {
     Scalar z[B] = {}, y[B] = {}, dz[B];
-    logits(theta, xs, ys, m, z, y);
+    logits(theta, xs, ys, m, z, y, ahead, offset);
     const Scalar total = detail::block_value_and_derivative<B>(loss, z, y, m, dz);
     // g += dz_s (x_s, 1), eight samples per pass over g (then four, then
     // one): an eighth of the loads and stores of g that one backward() per
