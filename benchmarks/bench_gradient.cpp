@@ -57,12 +57,12 @@ class ReadReference {
       Kokkos::parallel_reduce(
           "gradsum::bench::read_reduction", Kokkos::RangePolicy<Space>(space_, 0, a.extent(0)),
           KOKKOS_LAMBDA(std::size_t i, double& acc) {
-            if constexpr (Ahead) {
-              const std::size_t later = i + prefetch_distance;
-              gradsum::detail::prefetch_lines<3>(&a(later < last ? later : last, 0), 64);
-            }
+            // (nvcc: a device lambda may not first capture a variable
+            // inside `if constexpr`, so `a` and `last` are read before.)
+            const std::size_t later = i + prefetch_distance < last ? i + prefetch_distance : last;
             acc += ((a(i, 0) + a(i, 1)) + (a(i, 2) + a(i, 3))) +
                    ((a(i, 4) + a(i, 5)) + (a(i, 6) + a(i, 7)));
+            if constexpr (Ahead) gradsum::detail::prefetch_lines<3>(&a(later, 0), 64);
           },
           sum);
     });

@@ -382,7 +382,7 @@ namespace {
 struct CountingAhead {
   int* calls;
   int size;
-  void operator()(int s) const { ++calls[s >= 0 && s < size ? s : size]; }
+  KOKKOS_FUNCTION void operator()(int s) const { ++calls[s >= 0 && s < size ? s : size]; }
 };
 
 template <class Scalar>
