@@ -274,6 +274,12 @@ struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
   /// KiB: slower asked for).
   static constexpr std::size_t longest_in_order_row = 512;
 
+  /// Selected samples in the block that starts at `first` (0 past the end).
+  KOKKOS_FUNCTION std::int64_t block_count(std::int64_t first) const {
+    const std::int64_t left = num_rows - first;
+    return left < 0 ? 0 : left < B ? left : B;
+  }
+
   /// The rows to ask for while the block before `next` (the first
   /// selected sample of the next block) is worked on: the next block's if
   /// an index scatters them (their targets asked for now, into `row`), else
@@ -282,8 +288,8 @@ struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
   KOKKOS_FUNCTION AheadRows<Scalar> ahead_of(std::int64_t next, const Scalar** row) const {
     AheadRows<Scalar> ahead;
     ahead.bytes = this->prefetched_bytes();
-    const std::int64_t next_count = num_rows - next < B ? num_rows - next : B;
-    if (next_count <= 0) return ahead;
+    const std::int64_t next_count = block_count(next);
+    if (next_count == 0) return ahead;
     if (!this->consecutive(next, next_count)) {
       for (int s = 0; s < next_count; ++s) {
         const std::int64_t r = this->rows(next + s);
@@ -295,8 +301,8 @@ struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
       return ahead;
     }
     const std::int64_t later = next + B;
-    const std::int64_t later_count = num_rows - later < B ? num_rows - later : B;
-    if (later_count <= 0 || this->row_bytes() > longest_in_order_row ||
+    const std::int64_t later_count = block_count(later);
+    if (later_count == 0 || this->row_bytes() > longest_in_order_row ||
         !this->consecutive(later, later_count))
       return ahead;
     ahead.first = &this->x(this->rows(later), 0);
@@ -307,7 +313,7 @@ struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
 
   KOKKOS_FUNCTION void operator()(std::int64_t b, Scalar* acc) const {
     const std::int64_t first = b * B;
-    const int m = num_rows - first < B ? int(num_rows - first) : B;
+    const int m = int(block_count(first));
     const Scalar* xs[B];
     Scalar ys[B] = {};
     for (int s = 0; s < m; ++s) {
@@ -321,7 +327,7 @@ struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
       acc[num_parameters] += this->model.block_gradient(this->loss, this->theta, xs, ys, m, acc,
                                                         ahead_of(next, row));
     } else {
-      const std::int64_t next_count = num_rows - next < B ? num_rows - next : B;
+      const std::int64_t next_count = block_count(next);
       if (next_count > 0 && this->prefetches_block(next, next_count))
         for (std::int64_t i = next; i < next + next_count; ++i) this->prefetch_sample(i);
       acc[num_parameters] += this->model.block_gradient(this->loss, this->theta, xs, ys, m, acc);
