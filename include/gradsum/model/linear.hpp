@@ -176,15 +176,10 @@ class Linear {
                               int offset) const {
     int s = 0;
 #ifdef GRADSUM_ROW_DOT_REGISTER_BYTES
-    // forward()'s arithmetic, two short rows at a time.
     if (!long_rows<Scalar>())
-      for (; s + 2 <= m; s += 2) {
-        ahead(offset + s);
-        ahead(offset + s + 1);
-        detail::row_dot_pair<short_row_sums<Scalar>>(theta, xs[s], xs[s + 1], d_, z + s);
-        z[s] = theta[d_] + z[s];
-        z[s + 1] = theta[d_] + z[s + 1];
-      }
+      s = with_short_row_groups<Scalar>([&](auto groups) {
+        return logit_pairs<decltype(groups)::value>(theta, xs, m, z, ahead, offset);
+      });
 #endif
     for (; s < m; ++s) {
       ahead(offset + s);
@@ -192,6 +187,48 @@ class Linear {
     }
     for (s = 0; s < m; ++s) y[s] = ys[s];
   }
+
+#ifdef GRADSUM_ROW_DOT_REGISTER_BYTES
+  /// forward()'s arithmetic, two short rows at a time, for rows of Groups
+  /// whole groups of partial sums (and a shorter rest): z[s] for s < m
+  /// rounded down to even; returns that count.
+  template <int Groups, class Scalar, class Ahead>
+  KOKKOS_FORCEINLINE_FUNCTION int logit_pairs(const Scalar* theta, const Scalar* const* xs, int m,
+                                              Scalar* z, const Ahead& ahead, int offset) const {
+    const Scalar bias = theta[d_];
+    int s = 0;
+    for (; s + 2 <= m; s += 2) {
+      ahead(offset + s);
+      ahead(offset + s + 1);
+      Scalar pair[2];
+      detail::row_dot_pair<short_row_sums<Scalar>, Groups>(theta, xs[s], xs[s + 1], d_, pair);
+      z[s] = bias + pair[0];
+      z[s + 1] = bias + pair[1];
+    }
+    return s;
+  }
+
+  /// f(std::integral_constant<int, G>{}) for G = d / K, the whole groups
+  /// of K partial sums in a short row (G < 8): the row's loop then has a
+  /// length known at compile time, which the compiler unrolls (bench_gradient,
+  /// logistic, float, d = 32, one core: in cache 30-32 -> 34-36 GB/s; two
+  /// threads streaming, fastest memory state, 0.76-0.80 -> 0.82-0.90 of
+  /// the read bandwidth).
+  template <class Scalar, class F>
+  KOKKOS_FORCEINLINE_FUNCTION decltype(auto) with_short_row_groups(F&& f) const {
+    using std::integral_constant;
+    switch (d_ / short_row_sums<Scalar>) {
+      case 0: return f(integral_constant<int, 0>{});
+      case 1: return f(integral_constant<int, 1>{});
+      case 2: return f(integral_constant<int, 2>{});
+      case 3: return f(integral_constant<int, 3>{});
+      case 4: return f(integral_constant<int, 4>{});
+      case 5: return f(integral_constant<int, 5>{});
+      case 6: return f(integral_constant<int, 6>{});
+      default: return f(integral_constant<int, 7>{});
+    }
+  }
+#endif
 
   /// block_gradient for m <= B samples in one go; its samples are
   /// offset … offset + m - 1 of the block, for ahead().
