@@ -112,11 +112,12 @@ class Linear {
                                         Scalar* g, const Ahead& ahead = Ahead{}) const {
     constexpr int B = block_size;
     constexpr int half = B / 2 > 0 ? B / 2 : 1;
-    if (!long_rows<Scalar>()) return sub_block_gradient<B>(loss, theta, xs, ys, m, g, ahead, 0);
+    if (!long_rows<Scalar>())
+      return sub_block_gradient<B, false>(loss, theta, xs, ys, m, g, ahead, 0);
     Scalar total = 0;
     for (int s = 0; s < m; s += half)
-      total += sub_block_gradient<half>(loss, theta, xs + s, ys + s, m - s < half ? m - s : half,
-                                        g, ahead, s);
+      total += sub_block_gradient<half, true>(loss, theta, xs + s, ys + s,
+                                              m - s < half ? m - s : half, g, ahead, s);
     return total;
   }
 
@@ -134,7 +135,10 @@ class Linear {
                                        Scalar* dz, Scalar* value) const {
     constexpr int B = block_size;
     Scalar z[B] = {}, y[B] = {};
-    logits(theta, xs, ys, m, z, y, detail::NoPrefetch{}, 0);
+    if (long_rows<Scalar>())
+      logits<true>(theta, xs, ys, m, z, y, detail::NoPrefetch{}, 0);
+    else
+      logits<false>(theta, xs, ys, m, z, y, detail::NoPrefetch{}, 0);
     loss.template block_values_and_derivatives<B>(z, y, value, dz);
   }
 
@@ -169,14 +173,17 @@ class Linear {
   /// m … B-1 keep the padding the caller set (the loss computes and
   /// ignores them). Calls ahead(offset + s) as it starts on sample s
   /// (`ahead` taken by value, so that its fields stay in registers: in
-  /// cache, float d = 32, 5% faster than by reference).
-  template <class Scalar, class Ahead>
+  /// cache, float d = 32, 5% faster than by reference). Long is
+  /// long_rows(), given at compile time so that the short rows' unrolled
+  /// loops are compiled apart from the long rows' (in one function, GCC
+  /// spilled in the long rows' loop: linear, float, d = 64, 7-15% slower).
+  template <bool Long, class Scalar, class Ahead>
   KOKKOS_FUNCTION void logits(const Scalar* theta, const Scalar* const* xs, const Scalar* ys,
                               int m, Scalar* z, Scalar* y, const Ahead ahead,
                               int offset) const {
     int s = 0;
 #ifdef GRADSUM_ROW_DOT_REGISTER_BYTES
-    if (!long_rows<Scalar>())
+    if constexpr (!Long)
       s = with_short_row_groups<Scalar>([&](auto groups) {
         return logit_pairs<decltype(groups)::value>(theta, xs, m, z, ahead, offset);
       });
@@ -211,9 +218,9 @@ class Linear {
   /// f(std::integral_constant<int, G>{}) for G = d / K, the whole groups
   /// of K partial sums in a short row (G < 8): the row's loop then has a
   /// length known at compile time, which the compiler unrolls (bench_gradient,
-  /// logistic, float, d = 32, one core: in cache 30-32 -> 34-36 GB/s; two
-  /// threads streaming, fastest memory state, 0.76-0.80 -> 0.82-0.90 of
-  /// the read bandwidth).
+  /// logistic, float, d = 32: one core in cache 30-32 -> 34-36 GB/s; two
+  /// threads streaming, 54-55 -> 56-61 GB/s in the fastest memory state,
+  /// unchanged in the slower ones).
   template <class Scalar, class F>
   KOKKOS_FORCEINLINE_FUNCTION decltype(auto) with_short_row_groups(F&& f) const {
     using std::integral_constant;
@@ -232,12 +239,12 @@ class Linear {
 
   /// block_gradient for m <= B samples in one go; its samples are
   /// offset … offset + m - 1 of the block, for ahead().
-  template <int B, class Loss, class Scalar, class Ahead>
+  template <int B, bool Long, class Loss, class Scalar, class Ahead>
   KOKKOS_FUNCTION Scalar sub_block_gradient(const Loss& loss, const Scalar* theta,
                                             const Scalar* const* xs, const Scalar* ys, int m,
                                             Scalar* g, const Ahead& ahead, int offset) const {
     Scalar z[B] = {}, y[B] = {}, dz[B];
-    logits(theta, xs, ys, m, z, y, ahead, offset);
+    logits<Long>(theta, xs, ys, m, z, y, ahead, offset);
     const Scalar total = detail::block_value_and_derivative<B>(loss, z, y, m, dz);
     // g += dz_s (x_s, 1), eight samples per pass over g (then four, then
     // one): an eighth of the loads and stores of g that one backward() per
