@@ -62,6 +62,34 @@ KOKKOS_FORCEINLINE_FUNCTION auto fold_lanes(const V& s) {
   }
 }
 
+/// s[i] += s[i + W] within each half of H lanes, for W, W / 2, … 1 (the
+/// lanes past a half's first W are not read again).
+template <int W, int H, class V, int... I>
+KOKKOS_FORCEINLINE_FUNCTION V fold_halves(const V& s, std::integer_sequence<int, I...> lanes) {
+  if constexpr (W == 0)
+    return s;
+  else
+    return fold_halves<W / 2, H>(s + __builtin_shufflevector(s, s, (I % H + W < H ? I + W : I)...),
+                                 lanes);
+}
+
+/// fold_lanes<K / 2> of two vectors a and b at once, the same additions:
+/// lane 0 of the result is a's, lane K / 2 is b's. The first level puts
+/// a's halves in the low half of one vector and b's in the high half;
+/// each later level adds within the halves, so that the two rows share
+/// one shuffle and one addition per level. (bench_gradient, logistic,
+/// float, d = 32, against a fold of each row on its own: one core in
+/// cache 3-7% faster; two threads streaming, in alternating runs, 40-57 ->
+/// 44-59 GB/s.)
+template <int K, class V, int... I>
+KOKKOS_FORCEINLINE_FUNCTION V fold_lanes_pair(const V& a, const V& b,
+                                              std::integer_sequence<int, I...>) {
+  constexpr int H = K / 2;
+  return fold_halves<H / 2, H>(__builtin_shufflevector(a, b, (I < H ? I : K + I - H)...) +
+                               __builtin_shufflevector(a, b, (I < H ? I + H : K + I)...),
+                               std::integer_sequence<int, I...>());
+}
+
 /// c + a * b, one rounding where the target has fused multiply-adds, else
 /// two. Written out because GCC, tuning for AMD Zen (-march=native there),
 /// splits loop-carried fused multiply-adds into a multiply and an add in
@@ -151,8 +179,9 @@ inline void row_dot_pair(const Scalar* a, const Scalar* b0, const Scalar* b1, in
     v0[0] = s0;
     v1[0] = s1;
   }
-  out[0] = fold_lanes<K / 2>(v0);
-  out[1] = fold_lanes<K / 2>(v1);
+  const V folded = fold_lanes_pair<K>(v0, v1, std::make_integer_sequence<int, K>());
+  out[0] = folded[0];
+  out[1] = folded[K / 2];
 }
 #endif
 
