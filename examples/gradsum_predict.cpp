@@ -7,6 +7,7 @@
 #include <gradsum/gradsum.hpp>
 
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -15,7 +16,7 @@
 namespace {
 
 const char* usage =
-    "usage: gradsum-predict --params FILE --data FILE\n"
+    "usage: gradsum-predict --params FILE --data FILE [--output FILE]\n"
     "\n"
     "Applies the model of a gradsum checkpoint (gradsum-train --checkpoint FILE)\n"
     "to every row of a CSV file, after the feature scaling stored with it\n"
@@ -24,10 +25,13 @@ const char* usage =
     "Prints one line per row: the value (linear regression, or an MLP trained\n"
     "with the squared error), or the class and its probability (logistic and\n"
     "softmax regression, and MLP classifiers). With targets, a last line on\n"
-    "standard error gives the mean squared error or the accuracy.\n";
+    "standard error gives the mean squared error or the accuracy.\n"
+    "\n"
+    "  --output FILE   write the lines to FILE instead (default '-', standard\n"
+    "                  output); a regular file is replaced only once complete\n";
 
 struct Options {
-  std::string params, data;
+  std::string params, data, output = "-";
 };
 
 Options parse(int argc, char** argv) {
@@ -41,10 +45,12 @@ Options parse(int argc, char** argv) {
     if (i + 1 >= argc) gradsum::detail::fail(flag, ": missing value");
     if (flag == "--params") o.params = argv[++i];
     else if (flag == "--data") o.data = argv[++i];
+    else if (flag == "--output") o.output = argv[++i];
     else gradsum::detail::fail("unknown option '", flag, "' (see --help)");
   }
   if (o.params.empty()) gradsum::detail::fail("--params FILE is required (see --help)");
   if (o.data.empty()) gradsum::detail::fail("--data FILE is required (see --help)");
+  if (o.output.empty()) gradsum::detail::fail("--output: empty file name");
   return o;
 }
 
@@ -90,7 +96,7 @@ void check_sizes(const gradsum::CheckpointData& c, const std::string& params) {
 
 template <class Model>
 void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum::Table& table,
-             bool targets) {
+             bool targets, gradsum::OutputFile& out) {
   if (model.num_parameters() != c.num_parameters)
     gradsum::detail::fail("'", c.model, "' has ", model.num_parameters(),
                           " parameters, the checkpoint holds ", c.num_parameters);
@@ -102,7 +108,7 @@ void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum
   for (std::size_t i = 0; i < table.num_rows; ++i) {
     model.forward(theta.data(), &table.features[i * table.num_features], z.data());
     if (regression) {
-      std::printf("%.17g\n", z[0]);
+      out.print("%.17g\n", z[0]);
       if (targets) squared += (z[0] - table.targets[i]) * (z[0] - table.targets[i]);
       continue;
     }
@@ -119,9 +125,10 @@ void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum
       for (double v : z) sum += std::exp(v - z[std::size_t(label)]);
       probability = 1 / sum;
     }
-    std::printf("%d %.6f\n", label, probability);
+    out.print("%d %.6f\n", label, probability);
     if (targets && double(label) == table.targets[i]) ++correct;
   }
+  out.commit();
   if (!targets) return;
   const double n = double(table.num_rows);
   if (regression)
@@ -135,6 +142,7 @@ void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGXFSZ, SIG_IGN);  // a file-size limit fails the write with EFBIG instead
   Options o;
   try {
     o = parse(argc, argv);
@@ -149,15 +157,16 @@ int main(int argc, char** argv) {
     const bool targets = split_targets(table, std::size_t(c.num_features), o.params);
     if (!c.scaler.mean.empty()) c.scaler.transform(table);
     const int d = int(c.num_features), k = int(c.num_outputs);
+    gradsum::OutputFile out(o.output, "--output");
     const bool one_output = c.loss == "squared_error" || c.loss == "binary_cross_entropy";
     const std::string mlp = "mlp:";
     if (c.model == "linear" && one_output)
-      predict(gradsum::Linear(d), c, table, targets);
+      predict(gradsum::Linear(d), c, table, targets, out);
     else if (c.model == "softmax" && c.loss == "softmax_cross_entropy")
-      predict(gradsum::Softmax(d, k), c, table, targets);
+      predict(gradsum::Softmax(d, k), c, table, targets, out);
     else if (c.model.compare(0, mlp.size(), mlp) == 0 &&
              (one_output || c.loss == "softmax_cross_entropy"))
-      predict(gradsum::MLP::from_description(c.model.substr(mlp.size())), c, table, targets);
+      predict(gradsum::MLP::from_description(c.model.substr(mlp.size())), c, table, targets, out);
     else
       gradsum::detail::fail("'", o.params, "' holds model ", c.model, " with loss ", c.loss,
                             "; gradsum-predict applies linear, logistic and softmax regression "

@@ -12,9 +12,9 @@
 #include <cmath>
 #include <type_traits>
 #include <utility>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -71,22 +71,11 @@ void say(const char* format, ...) {
   va_end(args);
 }
 
+// One value per line, 17 significant digits: read back, the same doubles.
 void write_params(const std::string& path, const std::vector<double>& theta) {
-  // Written beside the target and renamed over it: an error never leaves a
-  // half-written file in place of a good one.
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial);
-    if (!out) gradsum::detail::fail("--save-params: cannot write '", partial, "'");
-    out.precision(17);
-    for (double v : theta) out << v << '\n';
-    out.flush();
-    if (!out) gradsum::detail::fail("--save-params: writing '", partial, "' failed");
-  }
-  if (std::rename(partial.c_str(), path.c_str()) != 0) {
-    std::remove(partial.c_str());
-    gradsum::detail::fail("--save-params: cannot rename '", partial, "' to '", path, "'");
-  }
+  gradsum::OutputFile out(path, "--save-params");
+  for (double v : theta) out.print("%.17g\n", v);
+  out.commit();
 }
 
 // The rows to train on and, with --test-fraction, the rows held out.
@@ -221,6 +210,15 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
     validation = Data::from_host(std::int64_t(validation_table.num_rows),
                                  int(validation_table.num_features), validation_table.features,
                                  validation_table.targets);
+  // Rank 0 writes the parameters; a failure there fails every rank alike.
+  auto on_rank0 = [&](auto work) {
+    gradsum::detail::on_every_rank(step.aggregation(), [&] {
+      if (rank == 0) work();
+    });
+  };
+  // A folder that cannot take them fails the run now, not after training.
+  if (!o.save_params.empty())
+    on_rank0([&] { gradsum::OutputFile::check(o.save_params, "--save-params"); });
   const auto fitted = gradsum::fit(step, theta, data,
                                    validation_table.num_rows > 0 ? &validation : nullptr,
                                    fit_options, callbacks);
@@ -293,7 +291,8 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
     }
     say("\n");
   }
-  if (!o.save_params.empty() && rank == 0) write_params(o.save_params, host_values(theta));
+  if (!o.save_params.empty())
+    on_rank0([&] { write_params(o.save_params, host_values(theta)); });
   return 0;
 }
 
@@ -450,6 +449,9 @@ int main(int argc, char* argv[]) {
       return 2;
     }
   }
+  // A file-size limit (ulimit -f) then fails a write with EFBIG, which the
+  // writer reports, instead of killing the program mid-file.
+  std::signal(SIGXFSZ, SIG_IGN);
   gradsum::Environment environment(argc, argv);
   printer = environment.rank() == 0;
   try {

@@ -129,10 +129,12 @@ inline const char* usage() {
          "                         initial parameters (default 0)\n"
          "  --standardize          scale features to mean 0, deviation 1\n"
          "  --space NAME           Kokkos execution space, e.g. serial, openmp\n"
-         "  --save-params FILE     write the parameters, one per line\n"
+         "  --save-params FILE     write the parameters, one per line ('-': standard\n"
+         "                         output)\n"
          "  --progress P           auto (a bar on a terminal, else one line per epoch),\n"
          "                         on (always the bar) or off (default auto)\n"
          "  --log FILE.csv         log step, epoch, loss, gradient norm, learning rate\n"
+         "                         ('-': standard output)\n"
          "  --checkpoint FILE      write a checkpoint when training ends (and see below)\n"
          "  --checkpoint-every K   also write it every K epochs\n"
          "  --resume FILE          continue from a checkpoint; --epochs counts the total\n"
@@ -149,6 +151,10 @@ inline const char* usage() {
          "  --print-gradient       print the objective and its gradient at zero\n"
          "                         parameters, one value per line, and exit\n"
          "  --help                 this text\n"
+         "\n"
+         "Files written (--save-params, --log, --checkpoint) replace their target only\n"
+         "once complete, through a temporary file beside it; a symbolic link keeps\n"
+         "pointing at the updated file; a FIFO or device is written in place.\n"
          "\n"
          "gradsum-train --plan [--help] predicts whether distributing a job pays.\n";
 }
@@ -380,6 +386,9 @@ inline Options parse(const std::vector<std::string>& args) {
     } else if (flag == "--checkpoint") {
       o.checkpoint = value();
       if (o.checkpoint.empty()) gradsum::detail::fail("--checkpoint: empty file name");
+      if (o.checkpoint == "-")
+        gradsum::detail::fail("--checkpoint: '-' (standard output) cannot hold a checkpoint, "
+                              "which --resume reads back; name a file");
     } else if (flag == "--checkpoint-every") {
       o.checkpoint_every = detail::parse_integer(flag, value(), 1, INT64_MAX);
     } else if (flag == "--resume") {

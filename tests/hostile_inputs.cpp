@@ -7,6 +7,7 @@
 // CSV columns, damaged checkpoints, ranks that disagree) are not repeated.
 // The test prints how many entries it checked.
 
+#include "file_helpers.hpp"
 #include "test_helpers.hpp"
 
 #include <gradsum/train/checkpoint.hpp>
@@ -53,23 +54,6 @@ class Catalogue {
   std::set<int> numbers_;
 };
 
-std::string temp_folder() {
-  std::string pattern = "/tmp/gradsum_hostile_XXXXXX";
-  REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-  return pattern;
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  REQUIRE(out.good());
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 // A checkpoint with a valid length and checksum around `body` (the bytes
 // after the 24-byte header), so the decoder gets past them to the records.
 std::string sealed_checkpoint(const std::string& body) {
@@ -113,7 +97,7 @@ TEST_CASE_TEMPLATE_DEFINE("hostile inputs: every entry of the catalogue is rejec
   using gradsum::Linear;
   using gradsum::SquaredError;
   const Space space;
-  const std::string dir = temp_folder();
+  const std::string dir = temp_folder("gradsum_hostile");
   Catalogue c;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
@@ -321,13 +305,14 @@ TEST_CASE_TEMPLATE_DEFINE("hostile inputs: every entry of the catalogue is rejec
     }, {"logistic.ckpt", "loss binary_cross_entropy", "squared_error"});
     c.expect(44, "a checkpoint saved into a missing folder", [&] {
       gradsum::save_checkpoint(dir + "/missing/run.ckpt", logistic, theta, {});
-    }, {"missing/run.ckpt.tmp", "No such file or directory"});
+    }, {"gradsum::save_checkpoint: cannot write '" + dir + "/missing/run.ckpt': its folder '" +
+            dir + "/missing': No such file or directory"});
     const std::string saved = read_bytes(dir + "/logistic.ckpt");
     c.expect(45, "a CSV log written into a folder", [&] {
       gradsum::CsvLog log(dir);
       gradsum::FitOptions o;
       gradsum::fit(logistic, theta, data, o, log);
-    }, {"gradsum::CsvLog: cannot write the log '" + dir + "'", "Is a directory"});
+    }, {"gradsum::CsvLog: cannot write '" + dir + "': Is a directory"});
     CHECK_MESSAGE(read_bytes(dir + "/logistic.ckpt") == saved,
                   "a failed save or log changed an existing checkpoint");
   }

@@ -5,6 +5,7 @@
 // leaves the previous checkpoint loadable. The CRC-32 is checked against
 // zlib's.
 
+#include "file_helpers.hpp"
 #include "test_helpers.hpp"
 
 #include <gradsum/train/checkpoint.hpp>
@@ -16,8 +17,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 using namespace gradsum_test;
 using gradsum::Linear;
@@ -27,16 +26,6 @@ namespace {
 
 std::string temp_path(const std::string& name) {
   return "gradsum_test_" + std::to_string(::getpid()) + "_" + name;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
 }
 
 // What loading `path` into `step` throws, or "loaded".
@@ -247,17 +236,26 @@ TEST_CASE("a writer killed between write and rename leaves the previous checkpoi
 
   // The child writes the next checkpoint and dies before renaming it; it
   // runs no Kokkos code, only the file writer.
+  const auto before = folder_entries(".");
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    gradsum::detail::write_file_atomically(path, next, [] { ::raise(SIGKILL); });
+    gradsum::OutputFile out(path, "gradsum::save_checkpoint");
+    out.write(next);
+    out.flush();
+    ::raise(SIGKILL);
     ::_exit(0);  // not reached
   }
   int status = 0;
   REQUIRE(::waitpid(child, &status, 0) == child);
   REQUIRE(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGKILL);
-  CHECK(read_bytes(path + ".tmp") == next);  // it got as far as the flushed temporary
+  // It got as far as a complete temporary file beside the checkpoint.
+  std::string leftover;
+  for (const auto& name : folder_entries("."))
+    if (!before.count(name)) leftover = name;
+  REQUIRE(leftover.rfind("." + path + ".", 0) == 0);
+  CHECK(read_bytes(leftover) == next);
 
   auto fresh = gradsum::make_step<double>(Space(), Linear(3), SquaredError{}, gradsum::Adam{});
   auto loaded = fresh.make_parameters();
@@ -266,9 +264,10 @@ TEST_CASE("a writer killed between write and rename leaves the previous checkpoi
   CHECK(same_bits(to_host(loaded), saved));
   CHECK(fresh.optimizer().t == 1);
 
-  // The next save replaces the leftover temporary and the checkpoint.
+  // The next save replaces the checkpoint, through a temporary file of its own.
   gradsum::save_checkpoint(path, step, theta, gradsum::TrainingPosition{2, 2, 0, seed});
   CHECK(read_bytes(path) == next);
-  CHECK(::access((path + ".tmp").c_str(), F_OK) != 0);
+  CHECK(read_bytes(leftover) == next);
+  std::remove(leftover.c_str());
   std::remove(path.c_str());
 }

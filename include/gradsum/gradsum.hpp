@@ -10,6 +10,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
+#include <gradsum/core/output_file.hpp>
 #include <gradsum/core/requirements.hpp>
 #include <gradsum/core/spaces.hpp>
 

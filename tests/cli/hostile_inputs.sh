@@ -9,6 +9,8 @@
 #
 # usage: hostile_inputs.sh TRAIN PREDICT DATA_DIR [MPIEXEC NUMPROC_FLAG]
 set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/common.sh"
 train="$1" predict="$2" sklearn="$3" mpiexec="${4:-}" np_flag="${5:-}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/gradsum_hostile_cli.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -17,28 +19,8 @@ cd "$work" || exit 1
 number=49 checked=0 failed=0
 bad() { echo "FAILED #$number: $*"; failed=$((failed + 1)); }
 
-# expect STATUS MESSAGE DESCRIPTION -- COMMAND…: runs COMMAND (60 s at most)
-# and checks its exit status and that its stderr contains MESSAGE.
-expect() {
-  local want="$1" message="$2" what="$3" status=0
-  shift 4
-  number=$((number + 1))
-  timeout 60 "$@" >out.txt 2>err.txt || status=$?
-  checked=$((checked + 1))
-  if ((status == 124)); then bad "$what: hung (killed after 60 s)"; return; fi
-  if ((status >= 128)); then bad "$what: killed by signal $((status - 128))"; return; fi
-  [[ "$status" == "$want" ]] || bad "$what: exit status $status, expected $want"
-  grep -qF -- "$message" err.txt || bad "$what: stderr lacks '$message': $(head -c 400 err.txt)"
-  echo "#$number exit $status: $what"
-}
-
-# guard FILE…: gives each file known contents; unchanged FILE… checks them.
-guard() { for f in "$@"; do printf 'existing %s\n' "$f" >"$f"; done; }
-unchanged() {
-  for f in "$@"; do
-    [[ "$(cat "$f" 2>/dev/null)" == "existing $f" ]] || bad "the failed run changed '$f'"
-  done
-}
+begin_entry() { number=$((number + 1)) checked=$((checked + 1)); }
+passed() { echo "#$number $*"; }
 
 printf '1,2,0\n3,4,1\n' >two.csv
 printf '1,2,0\n3,4,1\n5,6,0\n' >three.csv
@@ -113,12 +95,14 @@ expect 1 "the loss or its gradient is not finite" "a learning rate of 1e308 (ove
   --log run.log --checkpoint run.ckpt --save-params params.txt
 unchanged "${files[@]}"
 grep -q '^step,epoch,loss' run.log.partial || bad "the failed run's rows are not in run.log.partial"
-expect 1 "--save-params: cannot write 'nodir/p.txt.partial'" "parameters saved into a missing folder" -- \
+expect 1 "--save-params: cannot write 'nodir/p.txt': its folder 'nodir': No such file or directory" \
+  "parameters saved into a missing folder" -- \
   "$train" --data two.csv --progress off --save-params nodir/p.txt
-expect 1 "gradsum::save_checkpoint: cannot create 'nodir/c.ckpt.tmp': No such file or directory" \
+expect 1 "gradsum::save_checkpoint: cannot write 'nodir/c.ckpt': its folder 'nodir': No such file or directory" \
   "a checkpoint into a missing folder" -- "$train" --data two.csv --progress off --checkpoint nodir/c.ckpt
 grep -q "rank 0: rank 0:" err.txt && bad "the rank is named twice: $(cat err.txt)"
-expect 1 "gradsum::CsvLog: cannot open 'nodir/l.csv.partial'" "a log in a missing folder" -- \
+expect 1 "gradsum::CsvLog: cannot write 'nodir/l.csv': its folder 'nodir': No such file or directory" \
+  "a log in a missing folder" -- \
   "$train" --data two.csv --progress off --log nodir/l.csv
 
 # --- checkpoints: truncated, foreign, of another model or seed ----------------
@@ -162,14 +146,7 @@ if [[ -n "$mpiexec" ]]; then
   # Every rank runs to its own end (no abort of the others), and records
   # its exit status, so that each rank's status can be checked.
   export OMPI_MCA_orte_abort_on_non_zero_status=0
-  cat >rank.sh <<'EOF'
-#!/usr/bin/env bash
-"$@"
-status=$?
-echo "$status" >"status.${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-x}}"
-exit "$status"
-EOF
-  chmod +x rank.sh
+  rank="$here/rank_status.sh"  # records each rank's exit status
   # every_rank MESSAGE DESCRIPTION -- MPIEXEC ARGS…: each of the 2 ranks must
   # exit 1 and the message must be printed; mpiexec itself must end (its
   # status says little when the ranks are not aborted).
@@ -188,19 +165,19 @@ EOF
     echo "#$number every rank exit 1: $what"
   }
   every_rank "the 2 ranks built different steps" "a logistic model on rank 0, a linear one on rank 1" -- \
-    "$mpiexec" "$np_flag" 1 ./rank.sh "$train" --data two.csv --model logistic --progress off : \
-    "$np_flag" 1 ./rank.sh "$train" --data two.csv --model linear --progress off
+    "$mpiexec" "$np_flag" 1 "$rank" "$train" --data two.csv --model logistic --progress off : \
+    "$np_flag" 1 "$rank" "$train" --data two.csv --model linear --progress off
   every_rank "rank 1: missing.csv: cannot open for reading" "the data missing on rank 1" -- \
-    "$mpiexec" "$np_flag" 1 ./rank.sh "$train" --data two.csv --progress off : \
-    "$np_flag" 1 ./rank.sh "$train" --data missing.csv --progress off
+    "$mpiexec" "$np_flag" 1 "$rank" "$train" --data two.csv --progress off : \
+    "$np_flag" 1 "$rank" "$train" --data missing.csv --progress off
   every_rank "gradsum::Allreduce: the 2 ranks built different steps (number of parameters ranges from 3 to 5; number of features ranges from 2 to 4)" \
     "rank 1 reading a file of another width" -- \
-    "$mpiexec" "$np_flag" 1 ./rank.sh "$train" --data two.csv --progress off : \
-    "$np_flag" 1 ./rank.sh "$train" --data "$iris" --progress off
+    "$mpiexec" "$np_flag" 1 "$rank" "$train" --data two.csv --progress off : \
+    "$np_flag" 1 "$rank" "$train" --data "$iris" --progress off
   every_rank "gradsum::Allreduce: the 2 ranks built different steps (learning rate ranges from 0.10000000000000001 to 0.20000000000000001)" \
     "a learning rate of 0.1 on rank 0 and 0.2 on rank 1" -- \
-    "$mpiexec" "$np_flag" 1 ./rank.sh "$train" --data two.csv --lr 0.1 --progress off : \
-    "$np_flag" 1 ./rank.sh "$train" --data two.csv --lr 0.2 --progress off
+    "$mpiexec" "$np_flag" 1 "$rank" "$train" --data two.csv --lr 0.1 --progress off : \
+    "$np_flag" 1 "$rank" "$train" --data two.csv --lr 0.2 --progress off
 
   # More ranks (3) than samples (2): the empty rank contributes nothing and
   # the run ends where the one-rank run does.

@@ -7,6 +7,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/output_file.hpp>
 #include <gradsum/data/scaling.hpp>
 #include <gradsum/train/checkpoint.hpp>
 #include <gradsum/train/step.hpp>
@@ -21,6 +22,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -215,79 +217,77 @@ class Progress : public Callback {
 /// learning_rate,loss_average,worker_loss_spread,noise_scale`, then one row
 /// per update (the mini-batch loss and gradient norm at the parameters the
 /// update started from, and the FitState and StepResult values of the same
-/// names, "nan" where not measured; 17 significant digits). The rows go to
-/// `path.partial` (a copy of the existing log when `append` is set, for
-/// resuming), which replaces `path` when training ends: a run that fails
-/// leaves an existing log intact and its own rows in `path.partial`. A
-/// failed write is reported at the end of the epoch.
+/// names, "nan" where not measured; 17 significant digits). The log is an
+/// OutputFile: it takes the place of `path` when training ends (a
+/// continuation of the existing log when `append` is set, for resuming;
+/// "-" is standard output). A run that fails leaves an existing log intact
+/// and its own rows in `path.partial` beside the log's real file. A failed
+/// write is reported at the end of the epoch.
 class CsvLog : public Callback {
  public:
   explicit CsvLog(std::string path, bool append = false)
       : path_(std::move(path)), append_(append) {}
   ~CsvLog() override {
-    if (file_) std::fclose(file_);
+    if (file_ && !failed_) file_->set_aside(".partial");
   }
   CsvLog(const CsvLog&) = delete;
   CsvLog& operator=(const CsvLog&) = delete;
 
   void on_begin(FitState& s) override {
     if (s.rank != 0) return;
+    OutputOptions options;
+    options.append = append_;
+    file_ = std::make_unique<OutputFile>(path_, "gradsum::CsvLog", options);
+    failed_ = false;
+    error_.clear();
     struct stat info;
-    if (::stat(path_.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
-      detail::fail("gradsum::CsvLog: cannot write the log '", path_, "': ", std::strerror(EISDIR));
-    std::FILE* existing = append_ ? std::fopen(path_.c_str(), "r") : nullptr;
-    const bool header = existing == nullptr;
-    const std::string partial = path_ + ".partial";
-    file_ = std::fopen(partial.c_str(), "w");
-    if (!file_) {
-      const int e = errno;
-      if (existing) std::fclose(existing);
-      detail::fail("gradsum::CsvLog: cannot open '", partial, "' (the log '", path_,
-                   "' is replaced by it at the end): ", std::strerror(e));
-    }
-    if (existing) {
-      char buffer[4096];
-      std::size_t n;
-      while ((n = std::fread(buffer, 1, sizeof buffer, existing)) > 0)
-        if (std::fwrite(buffer, 1, n, file_) != n) failed_ = true;
-      if (std::ferror(existing)) failed_ = true;
-      std::fclose(existing);
-    }
+    const bool header = !append_ || file_->kind() != OutputFile::Kind::replace ||
+                        ::stat(path_.c_str(), &info) != 0 || info.st_size == 0;
     if (header)
-      std::fputs("step,epoch,loss,gradient_norm,learning_rate,loss_average,worker_loss_spread,"
-                 "noise_scale\n", file_);
+      write("step,epoch,loss,gradient_norm,learning_rate,loss_average,worker_loss_spread,"
+            "noise_scale\n");
   }
   void on_step(FitState& s) override {
-    if (!file_) return;
-    if (std::fprintf(file_, "%lld,%lld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n",
-                     static_cast<long long>(s.position.step),
-                     static_cast<long long>(s.position.epoch), s.result.loss,
-                     s.result.gradient_norm, s.learning_rate, s.loss_average,
-                     s.result.worker_loss_spread, s.noise_scale) < 0)
-      failed_ = true;
+    if (!file_ || failed_) return;
+    char row[256];
+    const int n = std::snprintf(row, sizeof row, "%lld,%lld,%.17g,%.17g,%.17g,%.17g,%.17g,%.17g\n",
+                                static_cast<long long>(s.position.step),
+                                static_cast<long long>(s.position.epoch), s.result.loss,
+                                s.result.gradient_norm, s.learning_rate, s.loss_average,
+                                s.result.worker_loss_spread, s.noise_scale);
+    write(std::string(row, std::size_t(n)));  // 8 numbers of at most 24 characters fit
   }
-  void on_epoch(FitState&) override { flush(); }
+  void on_epoch(FitState&) override { report(); }
   void on_end(FitState&) override {
     if (!file_) return;
-    flush();
-    if (std::fclose(file_) != 0) failed_ = true;
-    file_ = nullptr;
-    if (failed_) detail::fail("gradsum::CsvLog: writing '", path_, ".partial' failed");
-    const std::string partial = path_ + ".partial";
-    if (std::rename(partial.c_str(), path_.c_str()) != 0)
-      detail::fail("gradsum::CsvLog: cannot rename '", partial, "' to '", path_, "': ",
-                   std::strerror(errno));
+    report();
+    try {
+      file_->commit();
+    } catch (const Error&) {
+      failed_ = true;
+      throw;
+    }
+    file_.reset();
   }
 
  private:
-  void flush() {
-    if (file_ && std::fflush(file_) != 0) failed_ = true;
-    if (failed_) detail::fail("gradsum::CsvLog: writing '", path_, ".partial' failed");
+  // on_step must not throw: a failure waits for the epoch's end.
+  void write(const std::string& text) {
+    try {
+      file_->write(text);
+    } catch (const Error& e) {
+      failed_ = true;
+      error_ = e.what();
+    }
+  }
+  void report() {
+    if (failed_) detail::fail(error_);
   }
   std::string path_;
   bool append_;
-  std::FILE* file_ = nullptr;
+  std::unique_ptr<OutputFile> file_;
   bool failed_ = false;
+  std::string error_;
 };
 
 /// Stops training when the monitored loss (validation objective, else the
@@ -422,6 +422,12 @@ class Checkpointer : public Callback {
       : path_(std::move(path)), every_(every), step_(step), theta_(theta),
         scaler_(std::move(scaler)) {
     if (every < 0) detail::fail("gradsum::Checkpointer: every must be >= 0 epochs, got ", every);
+  }
+  /// Checks on rank 0 that the checkpoint could be written (its folder
+  /// exists and may be written), so a run fails before it trains, not
+  /// after.
+  void on_begin(FitState& s) override {
+    if (s.rank == 0) OutputFile::check(path_, "gradsum::save_checkpoint", binary_output());
   }
   void on_checkpoint(FitState& s) override {
     const bool due = s.finished ? s.position.step != saved_step_ || s.position.epoch != saved_epoch_

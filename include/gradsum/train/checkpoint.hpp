@@ -8,6 +8,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/output_file.hpp>
 #include <gradsum/data/scaling.hpp>
 #include <gradsum/optimizer/clipped.hpp>
 #include <gradsum/optimizer/schedule.hpp>
@@ -154,9 +155,9 @@ CheckpointData make_checkpoint(StepType& step, const Theta& theta,
 
 /// Saves the parameters `theta`, the optimizer's state and `position`
 /// (plus, optionally, the feature scaling and the loop's own state) to
-/// `path`. The file is written to `path.tmp`, flushed to the disk and
-/// renamed over `path`, so a crash at any moment leaves the previous
-/// checkpoint intact. With a distributed aggregation rank 0 writes and
+/// `path`, an OutputFile (never standard output): a temporary file in the
+/// target's folder, flushed to the disk and renamed over it, so a crash at
+/// any moment leaves the previous checkpoint intact. With a distributed aggregation rank 0 writes and
 /// every rank throws the same gradsum::Error if writing failed.
 /// Blocking; collective.
 template <class StepType, class Theta>
@@ -166,8 +167,8 @@ void save_checkpoint(const std::string& path, StepType& step, const Theta& theta
   std::string error;
   if (step.aggregation().rank() == 0) {
     try {
-      detail::write_file_atomically(
-          path, encode_checkpoint(make_checkpoint(step, theta, position, scaler, loop)));
+      write_output(path, encode_checkpoint(make_checkpoint(step, theta, position, scaler, loop)),
+                   "gradsum::save_checkpoint", binary_output());
     } catch (const Error& e) {
       error = e.what();
     }

@@ -3,16 +3,12 @@
 
 /// @file
 /// The checkpoint file format on its own: what a checkpoint holds, its
-/// encoding, its checked decoding and the crash-safe file write. No Kokkos,
-/// so tools (and the fuzz targets in fuzz/) can read checkpoints without it;
-/// train/checkpoint.hpp adds saving and loading a step's state.
+/// encoding and its checked decoding. No Kokkos, so tools (and the fuzz
+/// targets in fuzz/) can read checkpoints without it; train/checkpoint.hpp
+/// adds saving and loading a step's state.
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/data/scaling.hpp>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -174,55 +170,6 @@ class CheckpointReader {
   std::size_t end_;
   std::size_t at_ = 24;
 };
-
-/// Writes `bytes` to `path` so that a crash at any moment leaves either the
-/// old file or the new one: write to `path.tmp`, flush it to the disk
-/// (fsync), rename it over `path` (atomic in POSIX), and flush the folder.
-/// `before_rename` (tests only) runs between the flush and the rename.
-inline void write_file_atomically(const std::string& path, const std::string& bytes,
-                                  void (*before_rename)() = nullptr) {
-  const std::string temporary = path + ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    fail("gradsum::save_checkpoint: cannot create '", temporary, "': ", std::strerror(errno));
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int e = errno;
-      ::close(fd);
-      ::unlink(temporary.c_str());
-      fail("gradsum::save_checkpoint: writing '", temporary, "' failed after ", done, " of ",
-           bytes.size(), " bytes: ", std::strerror(e));
-    }
-    done += std::size_t(n);
-  }
-  if (::fsync(fd) != 0) {
-    const int e = errno;
-    ::close(fd);
-    ::unlink(temporary.c_str());
-    fail("gradsum::save_checkpoint: flushing '", temporary, "' to disk failed: ",
-         std::strerror(e));
-  }
-  if (::close(fd) != 0)
-    fail("gradsum::save_checkpoint: closing '", temporary, "' failed: ", std::strerror(errno));
-  if (before_rename) before_rename();
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(temporary.c_str());
-    fail("gradsum::save_checkpoint: cannot rename '", temporary, "' to '", path, "': ",
-         std::strerror(e));
-  }
-  // The rename itself reaches the disk when the folder is flushed.
-  const auto slash = path.find_last_of('/');
-  const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  const int dir = ::open(folder.c_str(), O_RDONLY | O_CLOEXEC);
-  if (dir >= 0) {
-    (void)::fsync(dir);
-    ::close(dir);
-  }
-}
 
 }  // namespace detail
 

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Every file gradsum-train and gradsum-predict write goes exactly where the
+# user points: never through a link planted beside it, through a link the
+# user names to its target (the link kept), in place into a FIFO, to
+# standard output for '-'; a folder that may not be written or a write that
+# runs out of room (a file-size limit) fails the run with a message naming
+# the path, and leaves every existing file byte-identical. Under MPI a
+# failed write on rank 0 fails every rank.
+#
+# usage: outputs.sh TRAIN PREDICT DATA_DIR [MPIEXEC NUMPROC_FLAG]
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/common.sh"
+train="$1" predict="$2" sklearn="$3" mpiexec="${4:-}" np_flag="${5:-}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/gradsum_outputs_cli.XXXXXX")"
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+cd "$work" || exit 1
+real="$(pwd -P)"  # the folder as error messages name it, links resolved
+
+checked=0 failed=0
+bad() { echo "FAILED: $*"; failed=$((failed + 1)); }
+ok() { checked=$((checked + 1)); echo "ok: $*"; }
+begin_entry() { :; }
+passed() { ok "$@"; }
+
+iris="$sklearn/iris.csv"
+digits="$sklearn/digits.csv.gz"
+run=(--data "$iris" --model softmax --epochs 2 --progress off)
+
+# The reference outputs, written to fresh regular files.
+"$train" "${run[@]}" --save-params ref.params --log ref.log --checkpoint ref.ckpt >/dev/null ||
+  { echo "FAILED: the reference run"; exit 1; }
+[[ $(wc -l <ref.params) == 15 ]] || bad "the reference run saved $(wc -l <ref.params) parameters, expected 15"
+# The log's rows, without the columns that differ between runs.
+rows() { cut -d, -f1-5 "$1"; }
+
+# --- links planted beside the targets are never written through -------------
+printf 'precious data\n' >victim.txt
+for out in p.txt l.csv c.ckpt; do
+  for name in "$out.partial" "$out.tmp" ".$out.tmp"; do ln -s "$work/victim.txt" "$name"; done
+done
+"$train" "${run[@]}" --save-params p.txt --log l.csv --checkpoint c.ckpt >/dev/null ||
+  bad "the run beside planted links failed"
+[[ "$(cat victim.txt)" == "precious data" ]] || bad "a planted link was written through"
+for out in p.txt l.csv c.ckpt; do
+  for name in "$out.partial" "$out.tmp" ".$out.tmp"; do
+    [[ -L $name && "$(readlink "$name")" == "$work/victim.txt" ]] || bad "the planted link $name was changed"
+  done
+done
+cmp -s p.txt ref.params || bad "--save-params beside planted links wrote other values"
+[[ "$(rows l.csv)" == "$(rows ref.log)" ]] || bad "--log beside planted links wrote other rows"
+cmp -s c.ckpt ref.ckpt || bad "--checkpoint beside planted links wrote another checkpoint"
+ok "links planted as .partial, .tmp and hidden .tmp names: the victim file and the links untouched"
+
+# --- a link the user names: its target is updated, the link is kept ----------
+mkdir real links
+for out in p.txt l.csv c.ckpt; do
+  printf 'old\n' >"real/$out"
+  ln -s "../real/$out" "links/$out"
+done
+"$train" "${run[@]}" --save-params links/p.txt --log links/l.csv --checkpoint links/c.ckpt \
+  >/dev/null || bad "the run through the user's links failed"
+for out in p.txt l.csv c.ckpt; do
+  [[ -L links/$out && "$(readlink "links/$out")" == "../real/$out" ]] || bad "the link links/$out was replaced"
+done
+cmp -s real/p.txt ref.params || bad "--save-params through a link did not update its target"
+[[ "$(rows real/l.csv)" == "$(rows ref.log)" ]] || bad "--log through a link did not update its target"
+cmp -s real/c.ckpt ref.ckpt || bad "--checkpoint through a link did not update its target"
+[[ "$(ls -A links | tr '\n' ' ')" == "c.ckpt l.csv p.txt " ]] || bad "files left beside the links: $(ls -A links)"
+[[ "$(ls -A real | tr '\n' ' ')" == "c.ckpt l.csv p.txt " ]] || bad "files left beside the targets: $(ls -A real)"
+ok "--save-params, --log and --checkpoint through the user's links: targets updated, links kept"
+
+# --- a FIFO is written in place; its reader gets the bytes --------------------
+for out in params log ckpt; do mkfifo "fifo.$out"; done
+for out in params log ckpt; do timeout 60 cat "fifo.$out" >"got.$out" & done
+timeout 60 "$train" "${run[@]}" --save-params fifo.params --log fifo.log --checkpoint fifo.ckpt \
+  >/dev/null || bad "the run into FIFOs failed"
+wait
+for out in params log ckpt; do [[ -p fifo.$out ]] || bad "fifo.$out is no longer a FIFO"; done
+cmp -s got.params ref.params || bad "the --save-params FIFO's reader got other bytes"
+[[ "$(rows got.log)" == "$(rows ref.log)" ]] || bad "the --log FIFO's reader got other rows"
+cmp -s got.ckpt ref.ckpt || bad "the --checkpoint FIFO's reader got another checkpoint"
+ok "FIFOs with readers: each reader got the bytes, the FIFOs are still FIFOs"
+
+# --- '-' is standard output --------------------------------------------------
+"$train" "${run[@]}" --save-params - >stdout.txt || bad "--save-params - failed"
+tail -n 15 stdout.txt | cmp -s - ref.params || bad "--save-params - printed other values"
+"$train" "${run[@]}" --log - >stdout.txt || bad "--log - failed"
+[[ "$(grep -E '^(step,epoch,|[0-9]+,[0-9]+,)' stdout.txt | cut -d, -f1-5)" == "$(rows ref.log)" ]] ||
+  bad "--log - printed other rows"
+status=0
+"$train" "${run[@]}" --checkpoint - >/dev/null 2>err.txt || status=$?
+[[ $status == 2 ]] && grep -qF "'-' (standard output) cannot hold a checkpoint" err.txt ||
+  bad "--checkpoint - : exit $status, $(head -c 300 err.txt)"
+"$predict" --params ref.ckpt --data "$iris" >pred.stdout 2>/dev/null || bad "gradsum-predict failed"
+"$predict" --params ref.ckpt --data "$iris" --output pred.txt 2>/dev/null || bad "--output failed"
+[[ $(wc -l <pred.txt) == 150 ]] && cmp -s pred.txt pred.stdout || bad "--output wrote other lines than standard output"
+"$predict" --params ref.ckpt --data "$iris" --output - 2>/dev/null | cmp -s - pred.stdout ||
+  bad "--output - differs from the default"
+ok "'-' for --save-params, --log and gradsum-predict --output; --checkpoint - refused (exit 2)"
+
+# --- failures: every existing file stays as it was ---------------------------
+# A folder that may not be written. Root may write anything: the program
+# then runs as the unprivileged user nobody (who may read the build).
+mkdir locked
+guard locked/p.txt locked/l.csv locked/c.ckpt
+chmod 0755 "$work"
+chmod 0555 locked
+as_user=()
+if [[ $(id -u) == 0 ]]; then
+  if setpriv --reuid=65534 --regid=65534 --clear-groups "$train" --help >/dev/null 2>&1; then
+    as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  else
+    bad "running as root, and the user nobody cannot run $train: cannot test an unwritable folder"
+  fi
+fi
+denied="creating a temporary file in '$real/locked': Permission denied"
+expect 1 "--save-params: cannot write 'locked/new.txt': $denied" "--save-params into a read-only folder" -- \
+  "${as_user[@]}" "$train" "${run[@]}" --save-params locked/new.txt
+grep -q '^epoch' out.txt && bad "--save-params into a read-only folder: it trained before failing"
+expect 1 "gradsum::save_checkpoint: cannot write 'locked/new.ckpt': $denied" \
+  "--checkpoint into a read-only folder" -- "${as_user[@]}" "$train" "${run[@]}" --checkpoint locked/new.ckpt
+expect 1 "gradsum::CsvLog: cannot write 'locked/new.csv': $denied" "--log into a read-only folder" -- \
+  "${as_user[@]}" "$train" "${run[@]}" --log locked/new.csv
+expect 1 "--output: cannot write 'locked/new.txt': $denied" "gradsum-predict --output into a read-only folder" -- \
+  "${as_user[@]}" "$predict" --params ref.ckpt --data "$iris" --output locked/new.txt
+chmod 0755 locked
+unchanged locked/p.txt locked/l.csv locked/c.ckpt
+[[ "$(ls -A locked | tr '\n' ' ')" == "c.ckpt l.csv p.txt " ]] || bad "files left in the locked folder: $(ls -A locked)"
+
+# A folder that does not exist: found before training.
+expect 1 "--save-params: cannot write 'nodir/p.txt': its folder 'nodir': No such file or directory" \
+  "--save-params into a missing folder" -- "$train" "${run[@]}" --save-params nodir/p.txt
+grep -q '^epoch' out.txt && bad "--save-params into a missing folder: it trained before failing"
+expect 1 "gradsum::save_checkpoint: cannot write 'nodir/c.ckpt': its folder 'nodir': No such file or directory" \
+  "--checkpoint into a missing folder" -- "$train" "${run[@]}" --checkpoint nodir/c.ckpt
+grep -q '^epoch' out.txt && bad "--checkpoint into a missing folder: it trained before failing"
+
+# Out of room: a file-size limit of 8 KiB, with SIGXFSZ ignored, so that a
+# write past it fails with EFBIG as one on a full disk fails with ENOSPC.
+# The digits (64 features, 10 classes) have 650 parameters, about 13 KB as
+# text and, with Adam's two moments, 16 KB in a checkpoint; 6 epochs log
+# 174 updates, 26 KB. Only the
+# program is limited: under MPI it runs as one rank of the launcher (whose
+# own files the limit would break), and without shared-memory transports.
+cat >limited.sh <<'EOF'
+#!/usr/bin/env bash
+ulimit -f 8 || exit 99
+trap '' XFSZ
+export OMPI_MCA_btl=self,tcp UCX_TLS=tcp,self MPIR_CVAR_NOLOCAL=1
+exec "$@"
+EOF
+chmod +x limited.sh
+limited=(./limited.sh)
+[[ -n "$mpiexec" ]] && limited=("$mpiexec" "$np_flag" 1 ./limited.sh)
+big=(--data "$digits" --model softmax --optimizer adam --epochs 2 --batch 64 --progress off)
+guard params.txt run.ckpt run.log pred.out
+"$train" "${big[@]}" --save-params digits.params --checkpoint digits.ckpt >/dev/null ||
+  bad "the digits run without a limit failed"
+for f in digits.params digits.ckpt; do
+  [[ $(wc -c <$f) -gt 8192 ]] || bad "$f fits the limit: $(wc -c <$f) bytes"
+done
+expect 1 "--save-params: writing 'params.txt' failed after" "--save-params past a file-size limit" -- \
+  "${limited[@]}" "$train" "${big[@]}" --save-params params.txt
+grep -qF "File too large; the file is as it was" err.txt || bad "no reason given: $(cat err.txt)"
+expect 1 "gradsum::save_checkpoint: writing 'run.ckpt' failed after" "--checkpoint past a file-size limit" -- \
+  "${limited[@]}" "$train" "${big[@]}" --checkpoint run.ckpt
+expect 1 "gradsum::CsvLog: writing 'run.log' failed after" "--log past a file-size limit" -- \
+  "${limited[@]}" "$train" "${big[@]}" --epochs 6 --log run.log
+"$predict" --params digits.ckpt --data "$digits" >digits.pred 2>/dev/null || bad "predict on the digits failed"
+[[ $(wc -c <digits.pred) -gt 8192 ]] || bad "the digits predictions fit the limit"
+expect 1 "--output: writing 'pred.out' failed after" "gradsum-predict --output past a file-size limit" -- \
+  "${limited[@]}" "$predict" --params digits.ckpt --data "$digits" --output pred.out
+unchanged params.txt run.ckpt run.log pred.out
+leftover="$(ls -A | grep -E '^\..*\.[0-9a-f]{16}\.tmp$' || true)"
+[[ -z "$leftover" ]] || bad "temporary files left behind: $leftover"
+
+# --- MPI: a write that fails on rank 0 fails every rank ----------------------
+if [[ -n "$mpiexec" ]]; then
+  export OMPI_MCA_orte_abort_on_non_zero_status=0
+  rank="$here/rank_status.sh"  # records each rank's exit status
+  guard params.txt
+  rm -f status.*
+  status=0
+  timeout 120 "$mpiexec" "$np_flag" 2 ./limited.sh "$rank" "$train" "${big[@]}" \
+    --save-params params.txt >out.txt 2>err.txt || status=$?
+  ((status == 124)) && bad "2 ranks, --save-params past a file-size limit: hung"
+  grep -qF -- "rank 0: --save-params: writing 'params.txt' failed after" err.txt ||
+    bad "2 ranks: stderr lacks the write error: $(head -c 400 err.txt)"
+  for r in 0 1; do
+    [[ "$(cat "status.$r" 2>/dev/null)" == 1 ]] ||
+      bad "2 ranks: rank $r exited with '$(cat "status.$r" 2>/dev/null)', expected 1"
+  done
+  unchanged params.txt
+  ok "2 ranks, --save-params past a file-size limit on rank 0: every rank exits 1"
+fi
+
+echo "outputs.sh: $checked checks, $failed failed"
+((failed == 0))
