@@ -212,7 +212,7 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
                                  validation_table.targets);
   // Rank 0 writes the parameters; a failure there fails every rank alike.
   auto on_rank0 = [&](auto work) {
-    gradsum::detail::on_every_rank(step.aggregation(), [&] {
+    gradsum::on_every_rank(step.aggregation(), [&] {
       if (rank == 0) work();
     });
   };

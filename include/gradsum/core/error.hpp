@@ -42,18 +42,44 @@ void put(std::ostream& out, const T& value) {
   }
 }
 
+}  // namespace detail
+
+/// The parts streamed together into one string, numbers as short as they
+/// read back exactly ("got -0.1"): how gradsum words its messages.
 template <class... Parts>
 std::string concat(Parts&&... parts) {
   std::ostringstream out;
-  (put(out, parts), ...);
+  (detail::put(out, parts), ...);
   return out.str();
 }
 
-/// Throws gradsum::Error with the parts of the message streamed together.
+/// Throws gradsum::Error with the parts of the message streamed together
+/// (see concat), for code that reports errors the way gradsum does.
 template <class... Parts>
 [[noreturn]] void fail(Parts&&... parts) {
   throw Error(concat(std::forward<Parts>(parts)...));
 }
 
+/// Runs `work` on every rank of `aggregation` (any aggregation policy: its
+/// first_error agrees on a message); a gradsum::Error it throws on any rank
+/// becomes the same gradsum::Error on every rank, so that no rank is left
+/// waiting in a collective. For work only some ranks do (rank 0 writing a
+/// file). Blocking; collective.
+template <class Aggregation, class Work>
+void on_every_rank(Aggregation& aggregation, Work&& work) {
+  std::string error;
+  try {
+    work();
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  error = aggregation.first_error(error);
+  if (!error.empty()) throw Error(error);
+}
+
+namespace detail {
+using gradsum::concat;
+using gradsum::fail;
 }  // namespace detail
+
 }  // namespace gradsum

@@ -164,17 +164,11 @@ template <class StepType, class Theta>
 void save_checkpoint(const std::string& path, StepType& step, const Theta& theta,
                      const TrainingPosition& position, const StandardScaler& scaler = {},
                      const std::vector<double>& loop = {}) {
-  std::string error;
-  if (step.aggregation().rank() == 0) {
-    try {
+  on_every_rank(step.aggregation(), [&] {
+    if (step.aggregation().rank() == 0)
       write_output(path, encode_checkpoint(make_checkpoint(step, theta, position, scaler, loop)),
                    "gradsum::save_checkpoint", binary_output());
-    } catch (const Error& e) {
-      error = e.what();
-    }
-  }
-  error = step.aggregation().first_error(error);
-  if (!error.empty()) throw Error(error);
+  });
 }
 
 /// Checks that checkpoint `c` (read from `path`) fits `step`: scalar type,

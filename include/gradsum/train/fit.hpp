@@ -98,21 +98,6 @@ struct FitResult {
 
 namespace detail {
 
-
-/// Runs `work`; a gradsum::Error it throws on any rank becomes the same
-/// gradsum::Error on every rank. Collective.
-template <class Aggregation, class Work>
-void on_every_rank(Aggregation& aggregation, Work work) {
-  std::string error;
-  try {
-    work();
-  } catch (const Error& e) {
-    error = e.what();
-  }
-  error = aggregation.first_error(error);
-  if (!error.empty()) throw Error(error);
-}
-
 /// Runs a callback phase on every callback, failing on every rank alike.
 template <class Aggregation, class Phase>
 void run_phase(Aggregation& aggregation, Callback* const* callbacks, std::size_t n,
@@ -144,7 +129,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
   using Memory = typename StepType::memory_space;
   using Rows = RowList<Memory>;
   auto& aggregation = step.aggregation();
-  detail::on_every_rank(aggregation, [&] { options.validate(); });
+  on_every_rank(aggregation, [&] { options.validate(); });
   Callback* list[sizeof...(Callbacks) + 1] = {static_cast<Callback*>(&callbacks)..., nullptr};
   constexpr std::size_t n_callbacks = sizeof...(Callbacks);
   const int rank = aggregation.rank(), ranks = aggregation.size();
@@ -208,7 +193,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     return out;
   };
   if (!options.loop.empty()) {
-    detail::on_every_rank(aggregation, [&] {
+    on_every_rank(aggregation, [&] {
       const auto& loop = options.loop;
       if (loop.size() < 2 || loop[0] != 0.0)
         detail::fail("gradsum::fit: the checkpoint's loop state (", loop.size(),
