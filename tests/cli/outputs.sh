@@ -4,17 +4,21 @@
 # user points: never through a link planted beside it, through a link the
 # user names to its target (the link kept), in place into a FIFO, to
 # standard output for '-'; a folder that may not be written or a write that
-# runs out of room (a file-size limit) fails the run with a message naming
+# runs out of room (a full disk, a file-size limit) fails the run naming
 # the path, and leaves every existing file byte-identical. Under MPI a
 # failed write on rank 0 fails every rank.
 #
 # usage: outputs.sh TRAIN PREDICT DATA_DIR [MPIEXEC NUMPROC_FLAG]
 set -uo pipefail
+# As root, in a mount namespace of its own, for the full-disk cases below.
+if [[ $(id -u) == 0 && -z "${GRADSUM_OUTPUTS_NAMESPACE:-}" ]] && unshare -m true 2>/dev/null; then
+  GRADSUM_OUTPUTS_NAMESPACE=1 exec unshare -m "$0" "$@"
+fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/common.sh"
 train="$1" predict="$2" sklearn="$3" mpiexec="${4:-}" np_flag="${5:-}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/gradsum_outputs_cli.XXXXXX")"
-trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'umount "$work/full" 2>/dev/null; chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 cd "$work" || exit 1
 real="$(pwd -P)"  # the folder as error messages name it, links resolved
 
@@ -137,63 +141,80 @@ expect 1 "gradsum::save_checkpoint: cannot write 'nodir/c.ckpt': its folder 'nod
   "--checkpoint into a missing folder" -- "$train" "${run[@]}" --checkpoint nodir/c.ckpt
 grep -q '^epoch' out.txt && bad "--checkpoint into a missing folder: it trained before failing"
 
-# Out of room: a file-size limit of 8 KiB, with SIGXFSZ ignored, so that a
-# write past it fails with EFBIG as one on a full disk fails with ENOSPC.
-# The digits (64 features, 10 classes) have 650 parameters, about 13 KB as
-# text and, with Adam's two moments, 16 KB in a checkpoint; 6 epochs log
-# 174 updates, 26 KB. Only the
-# program is limited: under MPI it runs as one rank of the launcher (whose
-# own files the limit would break), and without shared-memory transports.
-cat >limited.sh <<'EOF'
-#!/usr/bin/env bash
-ulimit -f 8 || exit 99
-trap '' XFSZ
-export OMPI_MCA_btl=self,tcp UCX_TLS=tcp,self MPIR_CVAR_NOLOCAL=1
-exec "$@"
-EOF
-chmod +x limited.sh
-limited=(./limited.sh)
-[[ -n "$mpiexec" ]] && limited=("$mpiexec" "$np_flag" 1 ./limited.sh)
+# --- out of room ---------------------------------------------------------------
+# The digits (64 features, 10 classes) have 650 parameters: about 13 KB as
+# text and, with Adam's two moments, 16 KB in a checkpoint; 6 epochs log 174
+# updates (26 KB); their predictions are 20 KB. Each write fails with at most
+# 8 KB of room.
 big=(--data "$digits" --model softmax --optimizer adam --epochs 2 --batch 64 --progress off)
-guard params.txt run.ckpt run.log pred.out
 "$train" "${big[@]}" --save-params digits.params --checkpoint digits.ckpt >/dev/null ||
-  bad "the digits run without a limit failed"
-for f in digits.params digits.ckpt; do
-  [[ $(wc -c <$f) -gt 8192 ]] || bad "$f fits the limit: $(wc -c <$f) bytes"
-done
-expect 1 "--save-params: writing 'params.txt' failed after" "--save-params past a file-size limit" -- \
-  "${limited[@]}" "$train" "${big[@]}" --save-params params.txt
-grep -qF "File too large; the file is as it was" err.txt || bad "no reason given: $(cat err.txt)"
-expect 1 "gradsum::save_checkpoint: writing 'run.ckpt' failed after" "--checkpoint past a file-size limit" -- \
-  "${limited[@]}" "$train" "${big[@]}" --checkpoint run.ckpt
-expect 1 "gradsum::CsvLog: writing 'run.log' failed after" "--log past a file-size limit" -- \
-  "${limited[@]}" "$train" "${big[@]}" --epochs 6 --log run.log
+  bad "the digits run with room failed"
 "$predict" --params digits.ckpt --data "$digits" >digits.pred 2>/dev/null || bad "predict on the digits failed"
-[[ $(wc -c <digits.pred) -gt 8192 ]] || bad "the digits predictions fit the limit"
-expect 1 "--output: writing 'pred.out' failed after" "gradsum-predict --output past a file-size limit" -- \
-  "${limited[@]}" "$predict" --params digits.ckpt --data "$digits" --output pred.out
-unchanged params.txt run.ckpt run.log pred.out
-leftover="$(ls -A | grep -E '^\..*\.[0-9a-f]{16}\.tmp$' || true)"
-[[ -z "$leftover" ]] || bad "temporary files left behind: $leftover"
+for f in digits.params digits.ckpt digits.pred; do
+  [[ $(wc -c <$f) -gt 8192 ]] || bad "$f fits in 8 KB: $(wc -c <$f) bytes"
+done
 
-# --- MPI: a write that fails on rank 0 fails every rank ----------------------
-if [[ -n "$mpiexec" ]]; then
-  export OMPI_MCA_orte_abort_on_non_zero_status=0
-  rank="$here/rank_status.sh"  # records each rank's exit status
-  guard params.txt
-  rm -f status.*
-  status=0
-  timeout 120 "$mpiexec" "$np_flag" 2 ./limited.sh "$rank" "$train" "${big[@]}" \
-    --save-params params.txt >out.txt 2>err.txt || status=$?
-  ((status == 124)) && bad "2 ranks, --save-params past a file-size limit: hung"
-  grep -qF -- "rank 0: --save-params: writing 'params.txt' failed after" err.txt ||
-    bad "2 ranks: stderr lacks the write error: $(head -c 400 err.txt)"
-  for r in 0 1; do
-    [[ "$(cat "status.$r" 2>/dev/null)" == 1 ]] ||
-      bad "2 ranks: rank $r exited with '$(cat "status.$r" 2>/dev/null)', expected 1"
-  done
-  unchanged params.txt
-  ok "2 ranks, --save-params past a file-size limit on rank 0: every rank exits 1"
+# out_of_room DIR REASON [LAUNCHER…]: each program's output into DIR fails
+# with the system's REASON; the files there stay as they were, and no
+# temporary file is left.
+out_of_room() {
+  local dir="$1" reason="$2"
+  shift 2
+  local files=("$dir/params.txt" "$dir/run.ckpt" "$dir/run.log" "$dir/pred.out")
+  guard "${files[@]}"
+  expect 1 "--save-params: writing '$dir/params.txt' failed after" "--save-params: $reason" -- \
+    "$@" "$train" "${big[@]}" --save-params "$dir/params.txt"
+  grep -qF "$reason; the file is as it was" err.txt || bad "no reason given: $(cat err.txt)"
+  expect 1 "gradsum::save_checkpoint: writing '$dir/run.ckpt' failed" "--checkpoint: $reason" -- \
+    "$@" "$train" "${big[@]}" --checkpoint "$dir/run.ckpt"
+  expect 1 "gradsum::CsvLog: writing '$dir/run.log' failed" "--log: $reason" -- \
+    "$@" "$train" "${big[@]}" --epochs 6 --log "$dir/run.log"
+  expect 1 "--output: writing '$dir/pred.out' failed" "gradsum-predict --output: $reason" -- \
+    "$@" "$predict" --params digits.ckpt --data "$digits" --output "$dir/pred.out"
+  unchanged "${files[@]}"
+  local leftover
+  leftover="$(ls -A "$dir" | grep -E '^\..*\.[0-9a-f]{16}\.tmp$' || true)"
+  [[ -z "$leftover" ]] || bad "temporary files left in $dir: $leftover"
+}
+
+# A full disk: a tmpfs of 64 KiB, filled to 8 KiB of room. Root only (the
+# script runs in a mount namespace of its own, so the mount goes with it).
+mkdir full
+if mount -t tmpfs -o size=64k tmpfs full 2>/dev/null; then
+  guard full/params.txt full/run.ckpt full/run.log full/pred.out
+  head -c 1M /dev/zero >full/filler 2>/dev/null
+  truncate -s -8192 full/filler
+  out_of_room full "No space left on device"
+  if [[ -n "$mpiexec" ]]; then
+    # 2 ranks: the write that fails on rank 0 fails every rank.
+    export OMPI_MCA_orte_abort_on_non_zero_status=0
+    guard full/params.txt
+    rm -f status.*
+    status=0
+    timeout 120 "$mpiexec" "$np_flag" 2 "$here/rank_status.sh" "$train" "${big[@]}" \
+      --save-params full/params.txt >out.txt 2>err.txt || status=$?
+    ((status == 124)) && bad "2 ranks, --save-params on a full disk: hung"
+    grep -qF -- "rank 0: --save-params: writing 'full/params.txt' failed after" err.txt ||
+      bad "2 ranks: stderr lacks the write error: $(head -c 400 err.txt)"
+    for r in 0 1; do
+      [[ "$(cat "status.$r" 2>/dev/null)" == 1 ]] ||
+        bad "2 ranks: rank $r exited with '$(cat "status.$r" 2>/dev/null)', expected 1"
+    done
+    unchanged full/params.txt
+    ok "2 ranks, --save-params on a full disk: every rank exits 1"
+  fi
+else
+  echo "note: cannot mount a tmpfs (root only): the full-disk cases are skipped"
+fi
+
+# A file-size limit (ulimit -f): the programs ignore SIGXFSZ, so the write
+# fails with EFBIG. Without MPI only: MPI's start-up writes files that the
+# limit would break.
+if [[ -z "$mpiexec" ]]; then
+  printf '#!/usr/bin/env bash\nulimit -f 8 && exec "$@"\n' >limited.sh
+  chmod +x limited.sh
+  mkdir limit
+  out_of_room limit "File too large" ./limited.sh
 fi
 
 echo "outputs.sh: $checked checks, $failed failed"
