@@ -59,12 +59,16 @@
 #include <gradsum/plan/cost_model.hpp>
 #include <gradsum/plan/strategy.hpp>
 
-#include <gradsum/optimizer/adaptive.hpp>
+#include <gradsum/optimizer/adagrad.hpp>
+#include <gradsum/optimizer/adam.hpp>
+#include <gradsum/optimizer/adamw.hpp>
 #include <gradsum/optimizer/clipped.hpp>
 #include <gradsum/optimizer/first_order.hpp>
 #include <gradsum/optimizer/lbfgs.hpp>
 #include <gradsum/optimizer/momentum.hpp>
+#include <gradsum/optimizer/nesterov.hpp>
 #include <gradsum/optimizer/newton.hpp>
+#include <gradsum/optimizer/rmsprop.hpp>
 #include <gradsum/optimizer/schedule.hpp>
 #include <gradsum/optimizer/sgd.hpp>
 #include <gradsum/optimizer/steepest_descent.hpp>

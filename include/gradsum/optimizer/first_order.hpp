@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <gradsum/optimizer/adaptive.hpp>
+#include <gradsum/optimizer/adagrad.hpp>
+#include <gradsum/optimizer/adam.hpp>
+#include <gradsum/optimizer/adamw.hpp>
 #include <gradsum/optimizer/momentum.hpp>
+#include <gradsum/optimizer/nesterov.hpp>
+#include <gradsum/optimizer/rmsprop.hpp>
 #include <gradsum/optimizer/sgd.hpp>
 
 #include <cstdint>

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// @file
+/// Adam: bias-corrected first and second moments of the gradient.
+
+#include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/optimizer/detail/checks.hpp>
+
+#include <cmath>
+#include <cstdint>
+
+namespace gradsum {
+
+namespace detail {
+
+/// The Adam/AdamW update with the hyperparameters of `o` (any struct with
+/// lr, beta1, beta2, eps, weight_decay, t).
+template <class Options, class Context>
+void adam_update(Options& o, Context& ctx, const char* label) {
+  using Scalar = typename Context::scalar_type;
+  ++o.t;
+  const Scalar step = Scalar(o.lr), b1 = Scalar(o.beta1), b2 = Scalar(o.beta2),
+               e = Scalar(o.eps), decay = Scalar(o.weight_decay);
+  const Scalar c1 = Scalar(1 - std::pow(o.beta1, double(o.t)));
+  const Scalar c2 = Scalar(1 - std::pow(o.beta2, double(o.t)));
+  auto theta = ctx.parameters();
+  auto g = ctx.gradient();
+  auto s = ctx.state();
+  Kokkos::parallel_for(
+      label, ctx.policy(), KOKKOS_LAMBDA(int j) {
+        s(0, j) = b1 * s(0, j) + (Scalar(1) - b1) * g(j);
+        s(1, j) = b2 * s(1, j) + (Scalar(1) - b2) * g(j) * g(j);
+        const Scalar m_hat = s(0, j) / c1, v_hat = s(1, j) / c2;
+        theta(j) -= step * (m_hat / (math::sqrt(v_hat) + e) + decay * theta(j));
+      });
+}
+
+template <class Options>
+void adam_validate(const Options& o, const char* policy) {
+  require_positive(policy, "learning rate lr", o.lr);
+  require_unit_interval(policy, "beta1", o.beta1);
+  require_unit_interval(policy, "beta2", o.beta2);
+  require_positive(policy, "eps", o.eps);
+  require_non_negative(policy, "weight_decay", o.weight_decay);
+}
+
+}  // namespace detail
+
+/// Adam (Kingma & Ba, ICLR 2015, Algorithm 1) with bias correction:
+///
+///     m <- b1 m + (1 - b1) g,     v <- b2 v + (1 - b2) g^2,
+///     theta <- theta - lr [ (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+///                           + lambda theta ],
+///
+/// t = 1, 2, … counting updates, lambda = weight_decay (0 by default). The
+/// decay is decoupled from the adaptive scaling, as in AdamW (which is
+/// this update with lambda = 0.01 by default), and applies to every
+/// parameter, biases included (Objective::l2 spares them).
+struct Adam {
+  double lr = 0.001;        ///< learning rate, > 0
+  double beta1 = 0.9;       ///< first-moment decay, in [0, 1)
+  double beta2 = 0.999;     ///< second-moment decay, in [0, 1)
+  double eps = 1e-8;        ///< added to the denominator, > 0
+  double weight_decay = 0;  ///< decoupled decay lambda >= 0
+  std::int64_t t = 0;       ///< updates done so far (saved by checkpoints)
+
+  static const char* name() { return "adam"; }
+  void validate() const { detail::adam_validate(*this, "Adam"); }
+  /// Two state vectors: the moments m and v.
+  static int state_size(int /*num_parameters*/) { return 2; }
+  template <class Context>
+  void update(Context& ctx) {
+    detail::adam_update(*this, ctx, "gradsum::optimizer::adam");
+  }
+};
+
+}  // namespace gradsum

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// @file
+/// RMSProp: every coordinate scaled by the root of a running mean of its
+/// squared gradients.
+
+#include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/optimizer/detail/checks.hpp>
+
+namespace gradsum {
+
+/// RMSProp (Tieleman & Hinton, COURSERA Neural Networks lecture 6.5, 2012):
+///
+///     s <- rho s + (1 - rho) g^2,     theta <- theta - lr g / (sqrt(s) + eps).
+struct RMSProp {
+  double lr = 0.001; ///< learning rate, > 0
+  double rho = 0.9;  ///< decay of the squared-gradient average, in [0, 1)
+  double eps = 1e-8; ///< added to the denominator, > 0
+
+  static const char* name() { return "rmsprop"; }
+  void validate() const {
+    detail::require_positive("RMSProp", "learning rate lr", lr);
+    detail::require_unit_interval("RMSProp", "rho", rho);
+    detail::require_positive("RMSProp", "eps", eps);
+  }
+  /// One state vector: the running mean of g^2.
+  static int state_size(int /*num_parameters*/) { return 1; }
+
+  template <class Context>
+  void update(Context& ctx) {
+    using Scalar = typename Context::scalar_type;
+    const Scalar step = Scalar(lr), r = Scalar(rho), e = Scalar(eps);
+    auto theta = ctx.parameters();
+    auto g = ctx.gradient();
+    auto s = ctx.state();
+    Kokkos::parallel_for(
+        "gradsum::optimizer::rmsprop", ctx.policy(), KOKKOS_LAMBDA(int j) {
+          s(0, j) = r * s(0, j) + (Scalar(1) - r) * g(j) * g(j);
+          theta(j) -= step * g(j) / (math::sqrt(s(0, j)) + e);
+        });
+  }
+};
+
+}  // namespace gradsum
