@@ -2,15 +2,9 @@
 #pragma once
 
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/simd.hpp>
 
 #include <cstddef>
-
-// Defined where prefetch_lines asks the hardware for anything: host code
-// compiled by GCC or Clang (not the device passes of CUDA, HIP or SYCL).
-#if defined(__GNUC__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__) && \
-    !defined(__SYCL_DEVICE_ONLY__)
-#define GRADSUM_PREFETCHES 1
-#endif
 
 namespace gradsum {
 namespace detail {
@@ -18,10 +12,10 @@ namespace detail {
 /// Asks for the cache lines of p[0 … bytes), 64 bytes apart, to be brought
 /// into the core's caches ahead of use: into level 1 with Locality 3, level
 /// 2 with Locality 2 (__builtin_prefetch's scale). A hint only: it never
-/// faults, and without GRADSUM_PREFETCHES it does nothing.
+/// faults, and without GRADSUM_SIMD_PREFETCH it does nothing.
 template <int Locality>
 KOKKOS_FORCEINLINE_FUNCTION void prefetch_lines(const void* p, std::size_t bytes) {
-#ifdef GRADSUM_PREFETCHES
+#ifdef GRADSUM_SIMD_PREFETCH
   for (std::size_t o = 0; o < bytes; o += 64)
     __builtin_prefetch(static_cast<const char*>(p) + o, 0, Locality);
 #else

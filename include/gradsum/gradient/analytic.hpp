@@ -176,7 +176,7 @@ struct PerSample {
   /// inline: GCC takes a function that only prefetches for one without
   /// effects, and drops the call.
   KOKKOS_FORCEINLINE_FUNCTION void prefetch_sample(std::int64_t i) const {
-#ifdef GRADSUM_PREFETCHES
+#ifdef GRADSUM_SIMD_PREFETCH
     const std::int64_t r = rows(i);
     prefetch_lines<3>(&x(r, 0), prefetched_bytes());
     prefetch_lines<3>(&y(r), sizeof(Scalar));

@@ -114,10 +114,9 @@ struct GivenDerivative {
 /// each layer together so that a layer's weights are reused from cache
 /// across the block. The Analytic gradient takes the batched path on host
 /// spaces when `batched` is true and the reduction does not need each
-/// sample's contribution on its own (Reproducible does). Measured with
-/// benchmarks/bench_mlp, the batched path is within 0.9-1.2x of the
-/// per-sample one on the networks tried (up to 64-128-64-10): a layer's
-/// weights already stay in cache between samples, so it is opt-in.
+/// sample's contribution on its own (Reproducible does). It is opt-in: a
+/// layer's weights already stay in cache between samples, so it gains
+/// little (docs/performance.md).
 ///
 /// Limits (compile-time, per-thread stack): GRADSUM_MLP_MAX_LAYERS layers,
 /// GRADSUM_MLP_MAX_WIDTH units per layer and GRADSUM_MLP_MAX_UNITS units in

@@ -6,34 +6,17 @@
 // sample's logit has the same bits wherever it is computed.
 
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/simd.hpp>
 
 #include <type_traits>
 #include <utility>
-
-// GCC (12 and later) and Clang, host code for x86-64 with AVX or AVX-512:
-// the partial sums are held in a vector register, in explicitly written
-// vector operations (GRADSUM_ROW_DOT_REGISTER_BYTES is the widest register
-// the target has; K partial sums take at least 32 bytes).
-#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__HIPCC__) && \
-    (defined(__clang__) || __GNUC__ >= 12) && (defined(__AVX__) || defined(__AVX512F__))
-#include <immintrin.h>
-#if defined(__AVX512F__)
-#define GRADSUM_ROW_DOT_REGISTER_BYTES 64
-#else
-#define GRADSUM_ROW_DOT_REGISTER_BYTES 32
-#endif
-#endif
 
 namespace gradsum {
 namespace detail {
 
 /// s[0] + ... + s[2W - 1] added pairwise: s[k] += s[k + W] for k < W, then
-/// the same for W / 2, down to 1. Spelled out level by level (a template
-/// per level, each loop of constant length) so that compilers keep the
-/// partial sums in registers: as one loop over W, GCC added the last
-/// levels one element at a time through the stack, a chain of stores and
-/// loads that took a third of Linear's per-block time with Reproducible
-/// (perf, float, d = 64).
+/// the same for W / 2, down to 1. Spelled out level by level so that
+/// compilers keep the partial sums in registers (docs/performance.md).
 template <int W, class Scalar>
 KOKKOS_FORCEINLINE_FUNCTION Scalar fold(Scalar* s) {
   if constexpr (W == 0) {
@@ -44,7 +27,7 @@ KOKKOS_FORCEINLINE_FUNCTION Scalar fold(Scalar* s) {
   }
 }
 
-#ifdef GRADSUM_ROW_DOT_REGISTER_BYTES
+#ifdef GRADSUM_SIMD_ROW_BYTES
 /// Lanes Offset … Offset + sizeof...(I) - 1 of the vector s.
 template <int Offset, class V, int... I>
 KOKKOS_FORCEINLINE_FUNCTION auto lanes_of(const V& s, std::integer_sequence<int, I...>) {
@@ -77,10 +60,7 @@ KOKKOS_FORCEINLINE_FUNCTION V fold_halves(const V& s, std::integer_sequence<int,
 /// lane 0 of the result is a's, lane K / 2 is b's. The first level puts
 /// a's halves in the low half of one vector and b's in the high half;
 /// each later level adds within the halves, so that the two rows share
-/// one shuffle and one addition per level. (bench_gradient, logistic,
-/// float, d = 32, against a fold of each row on its own: one core in
-/// cache 3-7% faster; two threads streaming, in alternating runs, 40-57 ->
-/// 44-59 GB/s.)
+/// one shuffle and one addition per level.
 template <int K, class V, int... I>
 KOKKOS_FORCEINLINE_FUNCTION V fold_lanes_pair(const V& a, const V& b,
                                               std::integer_sequence<int, I...>) {
@@ -91,10 +71,8 @@ KOKKOS_FORCEINLINE_FUNCTION V fold_lanes_pair(const V& a, const V& b,
 }
 
 /// c + a * b, one rounding where the target has fused multiply-adds, else
-/// two. Written out because GCC, tuning for AMD Zen (-march=native there),
-/// splits loop-carried fused multiply-adds into a multiply and an add in
-/// some loops and not in others: one dot product would round differently
-/// in two callers.
+/// two. Written out because GCC fuses some loops and not others, which
+/// would round one dot product differently in two callers.
 template <class V>
 KOKKOS_FORCEINLINE_FUNCTION V multiply_add(const V& a, const V& b, const V& c) {
 #ifdef __FP_FAST_FMAF
@@ -122,12 +100,8 @@ KOKKOS_FORCEINLINE_FUNCTION V multiply_add(const V& a, const V& b, const V& c) {
 }
 
 /// row_dot<K> with its K partial sums in one vector register: the same
-/// additions in the same order. (As written for the compiler to
-/// vectorize, GCC under -march=native on AMD Zen built the partial sums
-/// from scalars, ran the loop as a chain of compares and added the last
-/// levels one lane at a time: bench_gradient, logistic, float, d = 32,
-/// n = 10^4, one core, 145 -> 170 M samples/s; 191 with two rows at a
-/// time, row_dot_pair.)
+/// additions in the same order, written out because GCC vectorizes the
+/// plain loop badly (docs/performance.md).
 template <int K, class Scalar>
 inline Scalar row_dot_lanes(const Scalar* a, const Scalar* b, int n) {
   typedef Scalar V __attribute__((vector_size(K * sizeof(Scalar))));
@@ -149,12 +123,8 @@ inline Scalar row_dot_lanes(const Scalar* a, const Scalar* b, int n) {
 
 /// out[0] = row_dot<K>(a, b0, n), out[1] = row_dot<K>(a, b1, n): two rows
 /// in one loop, the same additions for each, so that the two chains of
-/// additions overlap. (Eight rows at a time, with the fold's last levels
-/// done across the rows in shuffles, ran 20% faster than two with the
-/// data in cache but 25% slower than one streaming from memory. Spelled
-/// out rather than a loop over G rows, which GCC compiled into a pass 15%
-/// slower for double rows of 32.) Groups must be n / K, the number of
-/// whole groups: the loop's length, known at compile time.
+/// additions overlap. Groups must be n / K, the number of whole groups:
+/// the loop's length, known at compile time.
 template <int K, int Groups, class Scalar>
 inline void row_dot_pair(const Scalar* a, const Scalar* b0, const Scalar* b1, int n,
                          Scalar* out) {
@@ -190,14 +160,12 @@ inline void row_dot_pair(const Scalar* a, const Scalar* b0, const Scalar* b1, in
 /// additions would be slower than reading the data (without -ffast-math
 /// the compiler may not reorder it). The order of the additions depends on
 /// K and n only; whether the multiply-adds are fused depends on the
-/// target. A vector register holds the partial sums where they fit one.
-/// (Held in two, they made the pass over rows of 256 floats slower, 0.93
-/// -> 0.82 of the read bandwidth on two threads; in four, GCC kept them in
-/// memory.)
+/// target. A vector register holds the partial sums where they fit one
+/// (more registers were slower).
 template <int K, class Scalar>
 KOKKOS_INLINE_FUNCTION Scalar row_dot(const Scalar* a, const Scalar* b, int n) {
-#ifdef GRADSUM_ROW_DOT_REGISTER_BYTES
-  if constexpr (K * sizeof(Scalar) <= GRADSUM_ROW_DOT_REGISTER_BYTES)
+#ifdef GRADSUM_SIMD_ROW_BYTES
+  if constexpr (K * sizeof(Scalar) <= GRADSUM_SIMD_ROW_BYTES)
     return row_dot_lanes<K>(a, b, n);
 #endif
   Scalar s[K] = {};
