@@ -6,7 +6,7 @@
 
 #include "test_helpers.hpp"
 
-#include <gradsum/diagnostics/gradient_noise.hpp>
+#include <gradsum/train/running_averages.hpp>
 #include <gradsum/train/fit.hpp>
 
 #include <filesystem>
@@ -36,26 +36,26 @@ gradsum::Dataset<double, Memory> gaussian_regression(std::int64_t n, int d, doub
 }  // namespace
 
 TEST_CASE("the moving average weighs values by decay^age, normalised") {
-  gradsum::diagnostics::MovingAverage a(0.5);
+  gradsum::MovingAverage a(0.5);
   CHECK(std::isnan(a.value()));
   a.add(4.0);
   CHECK(a.value() == 4.0);  // one value: itself, not pulled towards zero
   a.add(std::nan(""));      // ignored
   a.add(1.0);
   CHECK(a.value() == doctest::Approx((0.5 * 4.0 + 1.0) / 1.5).epsilon(1e-15));
-  gradsum::diagnostics::MovingAverage last(0.0);
+  gradsum::MovingAverage last(0.0);
   last.add(3.0);
   last.add(7.0);
   CHECK(last.value() == 7.0);
   std::vector<double> state;
   a.save_state(state);
-  gradsum::diagnostics::MovingAverage b(0.5);
+  gradsum::MovingAverage b(0.5);
   std::size_t at = 0;
   b.restore_state(state, at);
   CHECK(at == 2);
   CHECK(b.value() == a.value());
-  CHECK_THROWS_WITH(gradsum::diagnostics::MovingAverage(1.0),
-                    "gradsum::diagnostics::MovingAverage: decay must be in [0, 1), got 1");
+  CHECK_THROWS_WITH(gradsum::MovingAverage(1.0),
+                    "gradsum::MovingAverage: decay must be in [0, 1), got 1");
 }
 
 TEST_CASE_TEMPLATE_DEFINE("the noise scale of least squares on Gaussian data is within 10% of "
@@ -83,7 +83,7 @@ TEST_CASE_TEMPLATE_DEFINE("the noise scale of least squares on Gaussian data is 
     Kokkos::deep_copy(theta, host);
   }
   double trace_sum = 0, g2_sum = 0;
-  gradsum::diagnostics::NoiseScale smoothed(0.99);
+  gradsum::NoiseScale smoothed(0.99);
   for (std::int64_t b = 0; b < batches; ++b) {
     const auto r = step.evaluate(theta, data, gradsum::RowRange{b * B, (b + 1) * B});
     REQUIRE(r.workers == 8);

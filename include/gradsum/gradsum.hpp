@@ -6,7 +6,7 @@
 
 #include <gradsum/config.hpp>
 
-#include <gradsum/core/environment.hpp>
+#include <gradsum/environment.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
@@ -36,7 +36,7 @@
 
 #include <gradsum/gradient/analytic.hpp>
 #include <gradsum/gradient/central_difference.hpp>
-#include <gradsum/gradient/gradient_check.hpp>
+#include <gradsum/diagnostics/gradient_check.hpp>
 
 #include <gradsum/reduction/compensated.hpp>
 #include <gradsum/reduction/reproducible.hpp>
@@ -45,8 +45,8 @@
 
 #include <gradsum/aggregation/local.hpp>
 #include <gradsum/aggregation/robust.hpp>
-#include <gradsum/aggregation/virtual_workers.hpp>
-#include <gradsum/aggregation/signature.hpp>
+#include <gradsum/gradient/virtual_workers.hpp>
+#include <gradsum/core/signature.hpp>
 
 #if GRADSUM_ENABLE_MPI
 #include <gradsum/mpi/allreduce.hpp>
@@ -75,7 +75,7 @@
 
 #include <gradsum/diagnostics/critical_point.hpp>
 #include <gradsum/diagnostics/gradient_health.hpp>
-#include <gradsum/diagnostics/gradient_noise.hpp>
+#include <gradsum/train/running_averages.hpp>
 
 #include <gradsum/train/callbacks.hpp>
 #include <gradsum/train/checkpoint.hpp>

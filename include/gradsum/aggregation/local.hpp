@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-#include <gradsum/aggregation/signature.hpp>
+#include <gradsum/core/signature.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 

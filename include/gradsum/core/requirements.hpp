@@ -6,7 +6,7 @@
 /// member, and `is_model`, `is_loss`, … combining them. The contracts are
 /// written out in DESIGN.md §3 and at each trait below.
 
-#include <gradsum/aggregation/signature.hpp>
+#include <gradsum/core/signature.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 
 #include <cstddef>

@@ -27,6 +27,14 @@ inline RowRange partition(const RowRange& rows, int parts, int part) {
   return RowRange{begin, begin + base + (part < extra ? 1 : 0)};
 }
 
+/// The same split of rows selected through an index (a shuffled
+/// mini-batch): the part holds positions of the same index.
+template <class Memory>
+RowList<Memory> partition(const RowList<Memory>& rows, int parts, int part) {
+  const RowRange range = partition(RowRange{rows.begin, rows.end}, parts, part);
+  return RowList<Memory>{rows.index, range.begin, range.end};
+}
+
 /// Part `part` of the rows [0, n) split into `parts` near-equal parts.
 inline RowRange partition(std::int64_t n, int parts, int part) {
   return partition(RowRange{0, n}, parts, part);

@@ -112,9 +112,7 @@ class MiniBatchSampler {
   /// Worker `part`'s contiguous share of mini-batch `b` split over `parts`
   /// workers (see gradsum::partition).
   RowList<MemorySpace> batch(std::int64_t b, int parts, int part) const {
-    const auto whole = batch(b);
-    const auto mine = partition(RowRange{whole.begin, whole.end}, parts, part);
-    return RowList<MemorySpace>{order_, mine.begin, mine.end};
+    return partition(batch(b), parts, part);
   }
 
   /// The current epoch's order on the host.

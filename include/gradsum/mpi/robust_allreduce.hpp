@@ -2,7 +2,7 @@
 #pragma once
 
 #include <gradsum/aggregation/robust.hpp>
-#include <gradsum/aggregation/signature.hpp>
+#include <gradsum/core/signature.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/mpi/allreduce.hpp>

@@ -16,7 +16,7 @@ namespace gradsum {
 namespace plan {
 
 /// How a batch of workers x per-worker batch trains, given the gradient
-/// noise scale B_noise (diagnostics::NoiseScale, measured by a step with
+/// noise scale B_noise (NoiseScale, measured by a step with
 /// Step::measure_workers).
 ///
 /// McCandlish et al. ("An Empirical Model of Large-Batch Training", 2018):

@@ -41,7 +41,7 @@ struct FitState {
   /// which falls while single mini-batch losses jump around.
   double loss_average = std::nan("");
   /// The gradient noise scale averaged over the updates so far
-  /// (diagnostics::NoiseScale); NaN unless the step measures its workers
+  /// (NoiseScale); NaN unless the step measures its workers
   /// (Step::measure_workers).
   double noise_scale = std::nan("");
   double learning_rate = std::nan("");  ///< the rate the last update used (NaN: none)

@@ -11,7 +11,7 @@
 #include <gradsum/data/partition.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/data/sampler.hpp>
-#include <gradsum/diagnostics/gradient_noise.hpp>
+#include <gradsum/train/running_averages.hpp>
 #include <gradsum/optimizer/detail/learning_rate.hpp>
 #include <gradsum/train/callbacks.hpp>
 #include <gradsum/train/checkpoint.hpp>
@@ -91,7 +91,7 @@ struct FitResult {
   StepResult epoch_result;          ///< the training objective after the last epoch
   double loss_average = std::nan("");  ///< moving average of the mini-batch losses at the end
   /// The averaged gradient noise scale and its two parts at the end
-  /// (diagnostics::NoiseScale; NaN unless the step measures its workers).
+  /// (NoiseScale; NaN unless the step measures its workers).
   double noise_scale = std::nan(""), noise_trace = std::nan(""),
          gradient_norm2 = std::nan("");
 };
@@ -149,9 +149,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     if (options.batch == 0) {  // full batch, stored order
       if (sampler.num_batches() == 0) return Rows{};  // no rows here (an empty shard)
       const auto all = sampler.batch(0);
-      if (!global) return all;
-      const auto mine = partition(RowRange{all.begin, all.end}, ranks, rank);
-      return Rows{all.index, mine.begin, mine.end};
+      return global ? partition(all, ranks, rank) : all;
     }
     if (global) return sampler.batch(b, ranks, rank);
     if (b < sampler.num_batches()) return sampler.batch(b);
@@ -177,8 +175,8 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   };
 
-  diagnostics::MovingAverage loss_average(options.average_decay);
-  diagnostics::NoiseScale noise(options.average_decay);
+  MovingAverage loss_average(options.average_decay);
+  NoiseScale noise(options.average_decay);
   // The loop state: a record of kind 0 - whether training has ended early
   // (by a callback or a rule other than max_steps, which a resumed run
   // checks by itself), the moving averages - then the stopping rules'

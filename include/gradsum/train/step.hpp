@@ -2,7 +2,7 @@
 #pragma once
 
 #include <gradsum/aggregation/local.hpp>
-#include <gradsum/aggregation/signature.hpp>
+#include <gradsum/core/signature.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
@@ -89,7 +89,7 @@ struct StepResult {
   /// of the mean objective (L2 term included): ||S / B + l2 w||^2 -
   /// tr(Sigma) / B. May come out negative when the gradient is small
   /// against the noise. Their ratio, smoothed over steps, is the gradient
-  /// noise scale (diagnostics::NoiseScale).
+  /// noise scale (NoiseScale).
   double gradient_norm2_estimate = std::nan("");
 };
 
@@ -869,12 +869,7 @@ class Step {
                         total);
     } else if (worker_parts_ > 1) {  // the rows in parts, each one worker
       MicroBatches<Rows> parts;
-      for (int k = 0; k < worker_parts_; ++k) {
-        const RowRange range = partition(RowRange{rows.begin, rows.end}, worker_parts_, k);
-        parts.parts.push_back(rows);
-        parts.parts.back().begin = range.begin;
-        parts.parts.back().end = range.end;
-      }
+      for (int k = 0; k < worker_parts_; ++k) parts.parts.push_back(partition(rows, worker_parts_, k));
       local_sums(theta, data, parts);
     } else {
       gradient_.sum(space_, model_, loss_, reduction_, theta, data, rows, sums_, work_);

@@ -4,6 +4,7 @@
 #include <gradsum/aggregation/robust.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/data/partition.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/gradient/analytic.hpp>
 
@@ -12,24 +13,6 @@
 #include <string>
 
 namespace gradsum {
-namespace detail {
-
-/// Part `part` of a row selection split into `parts` contiguous near-equal
-/// parts (the first size mod parts parts hold one row more; parts may be
-/// empty), of the same type as the selection.
-inline RowRange part_of(const RowRange& rows, int parts, int part) {
-  const std::int64_t n = rows.size(), base = n / parts, extra = n % parts;
-  const std::int64_t begin = rows.begin + part * base + (part < extra ? part : extra);
-  return RowRange{begin, begin + base + (part < extra ? 1 : 0)};
-}
-template <class Memory>
-RowList<Memory> part_of(const RowList<Memory>& rows, int parts, int part) {
-  const RowRange r = part_of(RowRange{rows.begin, rows.begin + rows.size()}, parts, part);
-  return RowList<Memory>{rows.index, r.begin, r.end};
-}
-
-}  // namespace detail
-
 /// A gradient policy that treats one process's batch as W *virtual
 /// workers*: the selected rows are split into W contiguous near-equal parts
 /// (as gradsum::partition splits them), the inner Gradient policy sums each
@@ -98,7 +81,7 @@ struct VirtualWorkers {
     const auto inner_work =
         Kokkos::subview(work, Kokkos::make_pair(W * (P + 2), std::int64_t(work.extent(0))));
     for (int w = 0; w < workers; ++w) {
-      const auto part = detail::part_of(rows, workers, w);
+      const auto part = partition(rows, workers, w);
       const auto part_out = Kokkos::subview(work, Kokkos::make_pair(w * (P + 1), (w + 1) * (P + 1)));
       if (part.size() == 0)
         Kokkos::deep_copy(space, part_out, 0);

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+/// @file
+/// gradsum::Environment, which starts what a program needs: MPI (when
+/// gradsum is built with it, see mpi/environment.hpp), then Kokkos. A
+/// top-level header, above mpi/, since it picks one of the two.
+
 #include <gradsum/config.hpp>
 
 #if GRADSUM_ENABLE_MPI

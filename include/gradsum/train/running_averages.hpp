@@ -15,7 +15,6 @@
 #include <vector>
 
 namespace gradsum {
-namespace diagnostics {
 
 /// An exponentially weighted moving average whose weights are normalised,
 ///
@@ -29,7 +28,7 @@ class MovingAverage {
   /// about the last ten.
   explicit MovingAverage(double decay = 0.9) : decay_(decay) {
     if (!(decay >= 0 && decay < 1))
-      detail::fail("gradsum::diagnostics::MovingAverage: decay must be in [0, 1), got ", decay);
+      detail::fail("gradsum::MovingAverage: decay must be in [0, 1), got ", decay);
   }
   void add(double x) {
     if (!std::isfinite(x)) return;
@@ -45,7 +44,7 @@ class MovingAverage {
   /// Reads back two values written by save_state from in[at …].
   void restore_state(const std::vector<double>& in, std::size_t& at) {
     if (at > in.size() || in.size() - at < 2)
-      detail::fail("gradsum::diagnostics::MovingAverage: the saved state ends at value ",
+      detail::fail("gradsum::MovingAverage: the saved state ends at value ",
                    in.size(), ", two values expected from value ", at);
     sum_ = in[at];
     weight_ = in[at + 1];
@@ -106,5 +105,4 @@ class NoiseScale {
   MovingAverage trace_, norm2_;
 };
 
-}  // namespace diagnostics
 }  // namespace gradsum
