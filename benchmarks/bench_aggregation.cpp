@@ -125,9 +125,7 @@ std::int64_t iterations_for(std::int64_t bytes) {
 }
 
 // paired/ takes at least 40 pairs: its ratio compares two medians of the
-// same MPI call (on the host, gradsum's aggregation is a fence and then
-// that call), and with 10 pairs of 64 MiB on four ranks over two cores the
-// medians still differed by up to 5% from run to run.
+// same MPI call, which with fewer pairs still varied by a few percent.
 std::int64_t pairs_for(std::int64_t bytes) {
   return std::max<std::int64_t>(iterations_for(bytes), 40);
 }

@@ -27,8 +27,7 @@ double seconds_of(const Space& space, const Work& work) {
 }
 
 /// Uniform on [-sqrt 3, sqrt 3) (mean 0, variance 1), from gradsum's
-/// SplitMix64: cheap enough that filling the larger inputs (10^8 values)
-/// does not take most of the suite's time, as std::normal_distribution did.
+/// SplitMix64: cheap enough to fill the larger inputs (10^8 values).
 inline double random_feature(gradsum::detail::SplitMix64& random) {
   return (double(random.next() >> 11) * 0x1p-52 - 1.0) * 1.7320508075688772;
 }

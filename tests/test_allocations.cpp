@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// "A step allocates nothing after construction" (DESIGN.md §6), checked
+// "A step allocates nothing after construction" (docs/design.md), checked
 // with the Kokkos Tools allocation hook that Kokkos 3.4 and 4.x both offer
 // (Kokkos::Tools::Experimental::set_allocate_data_callback): every View
 // and every memory-space allocation reports to it.

@@ -2,16 +2,17 @@
 #pragma once
 
 /// Umbrella header: everything gradsum offers (the MPI parts only when the
-/// library was configured with GRADSUM_ENABLE_MPI).
+/// library was configured with GRADSUM_ENABLE_MPI), layer by layer, lowest
+/// first (see docs/design.md).
 
 #include <gradsum/config.hpp>
-
-#include <gradsum/environment.hpp>
-#include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+
+#include <gradsum/core/error.hpp>
 #include <gradsum/core/limits.hpp>
 #include <gradsum/core/output_file.hpp>
 #include <gradsum/core/requirements.hpp>
+#include <gradsum/core/signature.hpp>
 #include <gradsum/core/spaces.hpp>
 
 #include <gradsum/data/csv.hpp>
@@ -25,39 +26,14 @@
 #include <gradsum/data/scaling.hpp>
 #include <gradsum/data/split.hpp>
 
-#include <gradsum/model/initializers.hpp>
-#include <gradsum/model/linear.hpp>
-#include <gradsum/model/mlp.hpp>
-#include <gradsum/model/softmax.hpp>
-
 #include <gradsum/loss/binary_cross_entropy.hpp>
 #include <gradsum/loss/softmax_cross_entropy.hpp>
 #include <gradsum/loss/squared_error.hpp>
-
-#include <gradsum/gradient/analytic.hpp>
-#include <gradsum/gradient/central_difference.hpp>
-#include <gradsum/diagnostics/gradient_check.hpp>
 
 #include <gradsum/reduction/compensated.hpp>
 #include <gradsum/reduction/reproducible.hpp>
 #include <gradsum/reduction/runtime.hpp>
 #include <gradsum/reduction/sum.hpp>
-
-#include <gradsum/aggregation/local.hpp>
-#include <gradsum/aggregation/robust.hpp>
-#include <gradsum/gradient/virtual_workers.hpp>
-#include <gradsum/core/signature.hpp>
-
-#if GRADSUM_ENABLE_MPI
-#include <gradsum/mpi/allreduce.hpp>
-#include <gradsum/mpi/communicator.hpp>
-#include <gradsum/mpi/robust_allreduce.hpp>
-#include <gradsum/mpi/network_probe.hpp>
-#endif
-
-#include <gradsum/plan/calibrate.hpp>
-#include <gradsum/plan/cost_model.hpp>
-#include <gradsum/plan/strategy.hpp>
 
 #include <gradsum/optimizer/adagrad.hpp>
 #include <gradsum/optimizer/adam.hpp>
@@ -73,13 +49,42 @@
 #include <gradsum/optimizer/sgd.hpp>
 #include <gradsum/optimizer/steepest_descent.hpp>
 
-#include <gradsum/diagnostics/critical_point.hpp>
-#include <gradsum/diagnostics/gradient_health.hpp>
-#include <gradsum/train/running_averages.hpp>
+#include <gradsum/model/initializers.hpp>
+#include <gradsum/model/linear.hpp>
+#include <gradsum/model/mlp.hpp>
+#include <gradsum/model/softmax.hpp>
+
+#include <gradsum/gradient/analytic.hpp>
+#include <gradsum/gradient/central_difference.hpp>
+#include <gradsum/gradient/virtual_workers.hpp>
+
+#include <gradsum/aggregation/local.hpp>
+#include <gradsum/aggregation/robust.hpp>
 
 #include <gradsum/train/callbacks.hpp>
 #include <gradsum/train/checkpoint.hpp>
+#include <gradsum/train/checkpoint_format.hpp>
 #include <gradsum/train/fit.hpp>
 #include <gradsum/train/metrics.hpp>
+#include <gradsum/train/objective.hpp>
+#include <gradsum/train/running_averages.hpp>
 #include <gradsum/train/step.hpp>
 #include <gradsum/train/stopping.hpp>
+#include <gradsum/train/update_context.hpp>
+
+#include <gradsum/diagnostics/critical_point.hpp>
+#include <gradsum/diagnostics/gradient_check.hpp>
+#include <gradsum/diagnostics/gradient_health.hpp>
+
+#include <gradsum/plan/calibrate.hpp>
+#include <gradsum/plan/cost_model.hpp>
+#include <gradsum/plan/strategy.hpp>
+
+#if GRADSUM_ENABLE_MPI
+#include <gradsum/mpi/allreduce.hpp>
+#include <gradsum/mpi/communicator.hpp>
+#include <gradsum/mpi/network_probe.hpp>
+#include <gradsum/mpi/robust_allreduce.hpp>
+#endif
+
+#include <gradsum/environment.hpp>

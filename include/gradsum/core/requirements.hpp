@@ -4,7 +4,7 @@
 /// Requirement traits: one trait per member of each policy contract, so
 /// that a policy missing a member is reported by a static_assert naming that
 /// member, and `is_model`, `is_loss`, … combining them. The contracts are
-/// written out in DESIGN.md §3 and at each trait below.
+/// written out at each trait below (and in docs/design.md).
 
 #include <gradsum/core/signature.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
@@ -179,6 +179,104 @@ struct has_first_error<A, std::void_t<decltype(std::string(std::declval<A&>().fi
                               std::declval<const std::string&>())))>>
     : std::true_type {};
 
+// Reductions.
+/// Whether a reduction needs every sample's contribution on its own
+/// (Reproducible: a block's floating-point partial sum would depend on how
+/// rows fall into blocks, and so on the partition).
+template <class R, class = void>
+struct is_binned_reduction : std::false_type {};
+template <class R>
+struct is_binned_reduction<R, std::enable_if_t<R::binned>> : std::true_type {};
+
+/// Whether a reduction that needs each sample's contribution takes them a
+/// block at a time in rank-one form (`rank_one_blocks`; Reproducible).
+template <class R, class = void>
+struct takes_rank_one_blocks : std::false_type {};
+template <class R>
+struct takes_rank_one_blocks<R, std::enable_if_t<R::rank_one_blocks>> : std::true_type {};
+
+/// Whether a reduction needs each sample's contribution now: a binned
+/// reduction, unless it is one chosen at run time (`bool bins() const`)
+/// that is not binning. (Exactly bool: the step's BinsTarget has a view
+/// named bins, whose operator() would pass a looser test.)
+template <class R, class = void>
+struct has_bins_switch : std::false_type {};
+template <class R>
+struct has_bins_switch<R, std::enable_if_t<std::is_same<
+                              decltype(std::declval<const R&>().bins()), bool>::value>>
+    : std::true_type {};
+template <class R>
+bool bins_in_use(const R& reduction) {
+  if constexpr (has_bins_switch<R>::value) return reduction.bins();
+  else return true;
+}
+template <class R>
+bool needs_each_sample(const R& reduction) {
+  if constexpr (is_binned_reduction<R>::value) return bins_in_use(reduction);
+  else return false;
+}
+
+// Policies that combine workers, models that name their architecture,
+// optimizers that need the Hessian.
+/// Whether a gradient or aggregation policy combines workers by something
+/// other than the plain sum (`bool robust() const`; false when absent).
+template <class T, class = void>
+struct has_robust : std::false_type {};
+template <class T>
+struct has_robust<T, std::void_t<decltype(bool(std::declval<const T&>().robust()))>>
+    : std::true_type {};
+template <class T>
+bool combines_robustly(const T& policy) {
+  if constexpr (has_robust<T>::value) return policy.robust();
+  else return false;
+}
+
+/// Aggregates the step's buffer: an aggregation offering
+/// `aggregate(space, buffer, count)` combines the first `count` entries
+/// (the gradient) its own way and sums the rest (loss, count, flags).
+template <class A, class Space, class View, class = void>
+struct has_aggregate_leading : std::false_type {};
+template <class A, class Space, class View>
+struct has_aggregate_leading<A, Space, View,
+                             std::void_t<decltype(std::declval<A&>().aggregate(
+                                 std::declval<const Space&>(), std::declval<const View&>(),
+                                 std::int64_t(0)))>> : std::true_type {};
+template <class A, class Space, class View>
+void aggregate_leading(A& aggregation, const Space& space, const View& buffer, std::int64_t count) {
+  if constexpr (has_aggregate_leading<A, Space, View>::value)
+    aggregation.aggregate(space, buffer, count);
+  else
+    aggregation.aggregate(space, buffer);
+}
+
+/// Whether a model names its architecture beyond its sizes (MLP: widths
+/// and activations), for the workers' signature.
+template <class M, class = void>
+struct has_architecture : std::false_type {};
+template <class M>
+struct has_architecture<M, std::void_t<decltype(std::int64_t(std::declval<const M&>().architecture()))>>
+    : std::true_type {};
+
+template <class O, class = void>
+struct needs_hessian : std::false_type {};
+template <class O>
+struct needs_hessian<O, std::enable_if_t<O::needs_hessian>> : std::true_type {};
+template <class O, class = void>
+struct has_uses_hessian : std::false_type {};
+template <class O>
+struct has_uses_hessian<O, std::void_t<decltype(std::declval<const O&>().uses_hessian())>>
+    : std::true_type {};
+
+/// Whether the step must hold the Hessian buffers for this optimizer: a
+/// static `needs_hessian`, or a run-time `uses_hessian()` (a line-search
+/// choice), so that they are allocated with everything else.
+template <class O>
+bool optimizer_uses_hessian(const O& optimizer) {
+  if constexpr (needs_hessian<O>::value) return true;
+  else if constexpr (has_uses_hessian<O>::value) return optimizer.uses_hessian();
+  else return false;
+}
+
 }  // namespace detail
 
 /// Whether M meets the Model contract for data of type S: num_features(),
@@ -249,4 +347,79 @@ struct is_optimizer
 template <class O>
 inline constexpr bool is_optimizer_v = is_optimizer<O>::value;
 
+namespace detail {
+
+/// The checks of gradsum::Step<ExecutionSpace, Scalar, Model, …>: one
+/// static_assert per member a policy lacks, whose message names the role
+/// and the member. Returns true (for a static_assert at the call).
+template <class ExecutionSpace, class Scalar, class Model, class Loss, class Optimizer,
+          class Gradient, class Reduction, class Aggregation>
+constexpr bool check_step_policies() {
+  static_assert(Kokkos::is_execution_space<ExecutionSpace>::value,
+                "gradsum::Step: ExecutionSpace must be a Kokkos execution space");
+  static_assert(std::is_floating_point<Scalar>::value,
+                "gradsum::Step: Scalar must be float or double");
+  static_assert(has_num_features<Model>::value,
+                "gradsum::Step: the Model must provide `int num_features() const`");
+  static_assert(has_num_outputs<Model>::value,
+                "gradsum::Step: the Model must provide `int num_outputs() const`");
+  static_assert(has_num_parameters<Model>::value,
+                "gradsum::Step: the Model must provide `int num_parameters() const`");
+  static_assert(has_is_regularized<Model>::value,
+                "gradsum::Step: the Model must provide `bool is_regularized(int j) const`");
+  static_assert(has_name<Model>::value, "gradsum::Step: the Model must provide `name()`");
+  static_assert(has_forward<Model, Scalar>::value,
+                "gradsum::Step: the Model must provide `forward(const Scalar* theta, const "
+                "Scalar* x, Scalar* z) const`");
+  static_assert(has_backward<Model, Scalar>::value,
+                "gradsum::Step: the Model must provide `backward(const Scalar* theta, const "
+                "Scalar* x, const Scalar* dz, Scalar* g) const`");
+  static_assert(has_name<Loss>::value, "gradsum::Step: the Loss must provide `name()`");
+  static_assert(has_supports_outputs<Loss>::value,
+                "gradsum::Step: the Loss must provide `bool supports_outputs(int k) const`");
+  static_assert(has_is_valid_target<Loss, Scalar>::value,
+                "gradsum::Step: the Loss must provide `bool is_valid_target(Scalar y, int k) "
+                "const`");
+  static_assert(has_value<Loss, Scalar>::value,
+                "gradsum::Step: the Loss must provide `Scalar value(const Scalar* z, int k, "
+                "Scalar y) const`");
+  static_assert(has_derivative<Loss, Scalar>::value,
+                "gradsum::Step: the Loss must provide `void derivative(const Scalar* z, int k, "
+                "Scalar y, Scalar* dz) const`");
+  static_assert(has_name<Optimizer>::value,
+                "gradsum::Step: the Optimizer must provide `name()`");
+  static_assert(has_validate<Optimizer>::value,
+                "gradsum::Step: the Optimizer must provide `void validate() const`");
+  static_assert(has_state_size<Optimizer>::value,
+                "gradsum::Step: the Optimizer must provide `int state_size(int P) const` (the "
+                "number of P-vectors of state it keeps)");
+  static_assert(has_name<Gradient>::value,
+                "gradsum::Step: the Gradient policy must provide `name()`");
+  static_assert(has_validate<Gradient>::value,
+                "gradsum::Step: the Gradient policy must provide `void validate() const`");
+  static_assert(has_workspace_size<Gradient>::value,
+                "gradsum::Step: the Gradient policy must provide `std::size_t "
+                "workspace_size(int P) const`");
+  static_assert(has_name<Reduction>::value,
+                "gradsum::Step: the Reduction must provide `name()`");
+  static_assert(has_reduce<Reduction, Scalar>::value,
+                "gradsum::Step: the Reduction must provide `reduce(space, label, n, width, body, "
+                "out)`");
+  static_assert(has_name<Aggregation>::value,
+                "gradsum::Step: the Aggregation must provide `name()`");
+  static_assert(has_aggregate<Aggregation, Scalar>::value,
+                "gradsum::Step: the Aggregation must provide `aggregate(space, buffer)`");
+  static_assert(has_agree<Aggregation>::value,
+                "gradsum::Step: the Aggregation must provide `void agree(const Signature&, "
+                "const std::string& local_error)`");
+  static_assert(has_first_error<Aggregation>::value,
+                "gradsum::Step: the Aggregation must provide `std::string first_error(const "
+                "std::string& local_error)`");
+  static_assert(has_allocate<Aggregation, Scalar>::value,
+                "gradsum::Step: the Aggregation must provide `template <class Scalar, class "
+                "MemorySpace> void allocate(std::size_t n)`");
+  return true;
+}
+
+}  // namespace detail
 }  // namespace gradsum

@@ -4,9 +4,10 @@
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
 #include <gradsum/core/prefetch.hpp>
+#include <gradsum/core/requirements.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
-#include <gradsum/reduction/reproducible.hpp>
+#include <gradsum/reduction/detail/rank_one_block.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -93,42 +94,6 @@ struct has_block_residuals<
         std::declval<const S*>(), 1, std::declval<S*>(), std::declval<S*>()))>>
     : std::true_type {};
 
-/// Whether a reduction needs every sample's contribution on its own
-/// (Reproducible: a block's floating-point partial sum would depend on how
-/// rows fall into blocks, and so on the partition).
-template <class R, class = void>
-struct is_binned_reduction : std::false_type {};
-template <class R>
-struct is_binned_reduction<R, std::enable_if_t<R::binned>> : std::true_type {};
-
-/// Whether a reduction that needs each sample's contribution takes them a
-/// block at a time in rank-one form (`rank_one_blocks`; Reproducible).
-template <class R, class = void>
-struct takes_rank_one_blocks : std::false_type {};
-template <class R>
-struct takes_rank_one_blocks<R, std::enable_if_t<R::rank_one_blocks>> : std::true_type {};
-
-/// Whether a reduction needs each sample's contribution now: a binned
-/// reduction, unless it is one chosen at run time (`bool bins() const`)
-/// that is not binning. (Exactly bool: the step's BinsTarget has a view
-/// named bins, whose operator() would pass a looser test.)
-template <class R, class = void>
-struct has_bins_switch : std::false_type {};
-template <class R>
-struct has_bins_switch<R, std::enable_if_t<std::is_same<
-                              decltype(std::declval<const R&>().bins()), bool>::value>>
-    : std::true_type {};
-template <class R>
-bool bins_in_use(const R& reduction) {
-  if constexpr (has_bins_switch<R>::value) return reduction.bins();
-  else return true;
-}
-template <class R>
-bool needs_each_sample(const R& reduction) {
-  if constexpr (is_binned_reduction<R>::value) return bins_in_use(reduction);
-  else return false;
-}
-
 /// What every per-sample kernel body reads: the model and loss, the
 /// parameters, the data, and which rows are selected.
 template <class Model, class Loss, class Scalar, class X, class Y, class Rows>
@@ -162,9 +127,8 @@ struct PerSample {
   /// Whether a model's batched path that asks for a whole block at once
   /// (BlockBody, for models without `ahead`) asks for the `count`
   /// selected samples from `first` on: rows of at most 128 bytes, and
-  /// longer rows that are not consecutive. (Logistic, float, d = 32, rows
-  /// in order, one core, n = 10^6: 142 -> 203 M samples/s; rows of 256
-  /// bytes in order were slower with it.)
+  /// longer rows that are not consecutive (longer rows in order were
+  /// slower asked for).
   KOKKOS_FUNCTION bool prefetches_block(std::int64_t first, std::int64_t count) const {
     return row_bytes() <= 128 || !consecutive(first, count);
   }
@@ -189,12 +153,10 @@ struct PerSample {
     return row_bytes() < prefetched_row_bytes ? row_bytes() : prefetched_row_bytes;
   }
   /// Past this, the rest of a row is left to the hardware prefetchers
-  /// (float, d = 1024, rows of 4 KiB: prefetching whole rows was slower
-  /// than the first kilobyte, which was 1.3x faster than none).
+  /// (whole long rows asked for were slower).
   static constexpr std::size_t prefetched_row_bytes = 1024;
-  /// How many samples ahead the per-sample path prefetches (Softmax,
-  /// double, d = 64, shuffled rows: 5.6 M samples/s without, 14.0, 14.5
-  /// and 14.0 with 4, 8 and 16, the speed of rows read in order).
+  /// How many samples ahead the per-sample path prefetches: enough for
+  /// shuffled rows to reach the speed of rows read in order.
   static constexpr std::int64_t lookahead = 8;
 };
 
@@ -252,14 +214,7 @@ struct AheadRows {
 /// takes an `ahead` (Linear) asks for them a row per sample as it goes,
 /// chosen by ahead_of(); for other models, the next block's rows are asked
 /// for at the start (prefetches_block()). Asked for all at once, a block's
-/// rows wait for the core's few line-fill buffers. Measured, bench_gradient,
-/// logistic, two threads, as a fraction of the plain read's bandwidth
-/// (all at once -> a row per sample): float d = 32 in order 0.80-0.85 ->
-/// 0.96-1.02 (n = 4 * 10^6); double d = 64 in order 0.75 -> 0.94-0.98;
-/// float d = 256 shuffled 22 -> 29-34 GB/s, d = 32 shuffled unchanged; in
-/// cache (n = 10^4), about 8% slower. Shuffled rows asked for two blocks
-/// ahead were slower than one block ahead (double d = 32: 21 against 26
-/// GB/s).
+/// rows wait for the core's few line-fill buffers (docs/performance.md).
 template <class Model, class Loss, class Scalar, class X, class Y, class Rows>
 struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
   using Common = PerSample<Model, Loss, Scalar, X, Y, Rows>;
@@ -270,8 +225,7 @@ struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
   static constexpr bool spreads =
       block_gradient_takes_ahead<Model, Loss, Scalar, AheadRows<Scalar>>::value;
   /// In-order rows up to this long are asked for two blocks ahead; longer
-  /// ones are left to the hardware prefetchers (float, rows of 1 and 4
-  /// KiB: slower asked for).
+  /// ones are left to the hardware prefetchers, which follow them better.
   static constexpr std::size_t longest_in_order_row = 512;
 
   /// Selected samples in the block that starts at `first` (0 past the end).
@@ -416,4 +370,15 @@ struct Analytic {
   }
 };
 
+namespace detail {
+
+/// Analytic, or a wrapper of it (`inner_gradient`) that passes the
+/// reduction through when it does not combine robustly.
+template <class G, class = void>
+struct is_analytic_based : std::is_same<G, Analytic> {};
+template <class G>
+struct is_analytic_based<G, std::void_t<typename G::inner_gradient>>
+    : is_analytic_based<typename G::inner_gradient> {};
+
+}  // namespace detail
 }  // namespace gradsum

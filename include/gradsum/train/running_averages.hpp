@@ -8,7 +8,7 @@
 /// Empirical Model of Large-Batch Training", arXiv:1812.06162, 2018).
 
 #include <gradsum/core/error.hpp>
-#include <gradsum/train/step.hpp>
+#include <gradsum/train/objective.hpp>
 
 #include <cmath>
 #include <limits>
