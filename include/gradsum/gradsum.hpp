@@ -57,6 +57,7 @@
 
 #include <gradsum/plan/calibrate.hpp>
 #include <gradsum/plan/cost_model.hpp>
+#include <gradsum/plan/report.hpp>
 #include <gradsum/plan/strategy.hpp>
 
 #include <gradsum/optimizer/adaptive.hpp>
