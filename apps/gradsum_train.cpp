@@ -138,8 +138,8 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
                                          gradsum::RuntimeReduction::parse(o.reduce), aggregation);
   if (o.noise_parts > 0) {
     if (ranks * o.noise_parts < 2)
-      gradsum::detail::fail("--noise-scale 1 on one rank measures a single worker; the noise "
-                            "scale compares at least two (use --noise-scale 2 or more)");
+      gradsum::fail("--noise-scale 1 on one rank measures a single worker; the noise "
+                    "scale compares at least two (use --noise-scale 2 or more)");
     step.measure_workers(o.noise_parts);
   }
   const auto my_rows = gradsum::partition(data.num_samples(), ranks, rank);
@@ -182,8 +182,8 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
     fit_options.start = gradsum::load_checkpoint(o.resume, step, theta, &saved);
     fit_options.loop = std::move(saved.loop);  // early stopping, best parameters, stopping rules
     if (fit_options.start.seed != o.seed)
-      gradsum::detail::fail("--resume: '", o.resume, "' was written with --seed ",
-                            fit_options.start.seed, ", this run has --seed ", o.seed);
+      gradsum::fail("--resume: '", o.resume, "' was written with --seed ",
+                    fit_options.start.seed, ", this run has --seed ", o.seed);
     say("resumed from '%s' after epoch %lld, step %lld\n", o.resume.c_str(),
         static_cast<long long>(fit_options.start.epoch),
         static_cast<long long>(fit_options.start.step));
@@ -242,7 +242,7 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
     say("critical point: %s (Hessian eigenvalues from %.6g to %.6g, %s)\n",
         gradsum::diagnostics::describe(gradsum::diagnostics::classify(c, 1e-8 * std::max(scale, 1.0))),
         c.min_eigenvalue, c.max_eigenvalue,
-        c.exact ? "exact" : gradsum::detail::concat("Lanczos, ", c.products, " products").c_str());
+        c.exact ? "exact" : gradsum::concat("Lanczos, ", c.products, " products").c_str());
   }
   if (o.noise_parts > 0)
     say("mini-batches: loss average %.6g (last batch %.6g, spread over %lld workers %.3g); "
@@ -312,14 +312,14 @@ int with_line_search(const Options& o, const Inputs& inputs, const Model& model,
     if (o.lr_given) sd.initial_step = o.lr;
     if (o.line_search == "exact") sd.line_search = gradsum::SteepestDescent::LineSearch::exact;
     else if (!o.line_search.empty() && o.line_search != "armijo")
-      gradsum::detail::fail("--line-search: steepest takes armijo or exact, got '", o.line_search, "'");
+      gradsum::fail("--line-search: steepest takes armijo or exact, got '", o.line_search, "'");
     return train<Space>(o, inputs, model, loss, sd, aggregation);
   }
   gradsum::LBFGS lbfgs;
   lbfgs.m = o.history;
   if (o.line_search == "armijo") lbfgs.line_search = gradsum::LBFGS::LineSearch::armijo;
   else if (!o.line_search.empty() && o.line_search != "wolfe")
-    gradsum::detail::fail("--line-search: lbfgs takes wolfe or armijo, got '", o.line_search, "'");
+    gradsum::fail("--line-search: lbfgs takes wolfe or armijo, got '", o.line_search, "'");
   return train<Space>(o, inputs, model, loss, lbfgs, aggregation);
 }
 
@@ -364,7 +364,7 @@ int with_optimizer(const Options& o, const Inputs& inputs, const Model& model,
   }
   if constexpr (std::is_same<Model, gradsum::MLP>::value) {
     // parse() accepts only first-order optimizers for an MLP.
-    gradsum::detail::fail("--optimizer: ", name, " does not train --model mlp");
+    gradsum::fail("--optimizer: ", name, " does not train --model mlp");
   } else {
     return with_line_search<Space>(o, inputs, model, loss, aggregation);
   }
@@ -375,9 +375,9 @@ int count_classes(const gradsum::Table& table) {
   double classes = 0;
   for (double y : table.targets) classes = y + 1 > classes ? y + 1 : classes;
   if (!(classes >= 2 && classes <= gradsum::max_outputs))
-    gradsum::detail::fail(table.source, ": softmax needs integer class labels 0 … C-1 with ",
-                          "2 <= C <= ", gradsum::max_outputs, "; the largest label is ",
-                          classes - 1);
+    gradsum::fail(table.source, ": softmax needs integer class labels 0 … C-1 with ",
+                  "2 <= C <= ", gradsum::max_outputs, "; the largest label is ",
+                  classes - 1);
   return int(classes);
 }
 
@@ -417,8 +417,8 @@ int dispatch(const Options& o, const Inputs& inputs, const Aggregation& aggregat
                                                           : 0),
    ...);
   if (status < 0)
-    gradsum::detail::fail("--space: '", wanted, "' is not enabled in this build; choose one of ",
-                          gradsum::enabled_space_names());
+    gradsum::fail("--space: '", wanted, "' is not enabled in this build; choose one of ",
+                  gradsum::enabled_space_names());
   return status;
 }
 

@@ -66,7 +66,7 @@ inline int run(const std::vector<std::string>& args) {
     for (std::size_t i = 0; i < args.size(); ++i) {
       const std::string& flag = args[i];
       auto value = [&]() -> const std::string& {
-        if (i + 1 >= args.size()) gradsum::detail::fail(flag, ": missing value");
+        if (i + 1 >= args.size()) gradsum::fail(flag, ": missing value");
         return args[++i];
       };
       auto number = [&]() {
@@ -88,11 +88,11 @@ inline int run(const std::vector<std::string>& args) {
         job.work.seconds_per_sample = number();
       } else if (flag == "--parameters") {
         parameters = number();
-        if (!(parameters >= 1)) gradsum::detail::fail("--parameters: must be at least 1, got ", parameters);
+        if (!(parameters >= 1)) gradsum::fail("--parameters: must be at least 1, got ", parameters);
       } else if (flag == "--bytes-per-value") {
         bytes_per_value = number();
         if (!(bytes_per_value > 0))
-          gradsum::detail::fail("--bytes-per-value: must be positive, got ", bytes_per_value);
+          gradsum::fail("--bytes-per-value: must be positive, got ", bytes_per_value);
       } else if (flag == "--epochs") {
         job.work.epochs = number();
       } else if (flag == "--overhead") {
@@ -111,7 +111,7 @@ inline int run(const std::vector<std::string>& args) {
       } else if (flag == "--memory-gb") {
         job.memory.device_bytes = number() * 1e9;
         if (!(job.memory.device_bytes > 0))
-          gradsum::detail::fail("--memory-gb: must be positive, got ", args[i]);
+          gradsum::fail("--memory-gb: must be positive, got ", args[i]);
       } else if (flag == "--weight-bytes") {
         weight_bytes = number();
       } else if (flag == "--optimizer-bytes") {
@@ -124,19 +124,19 @@ inline int run(const std::vector<std::string>& args) {
       } else if (flag == "--noise-scale") {
         job.noise_scale = number();
         if (!(job.noise_scale > 0))
-          gradsum::detail::fail("--noise-scale: must be positive, got ", args[i]);
+          gradsum::fail("--noise-scale: must be positive, got ", args[i]);
       } else if (flag == "--per-worker-batch") {
         job.per_worker_batch = number();
         if (!(job.per_worker_batch >= 1))
-          gradsum::detail::fail("--per-worker-batch: must be at least 1, got ", args[i]);
+          gradsum::fail("--per-worker-batch: must be at least 1, got ", args[i]);
       } else {
-        gradsum::detail::fail("--plan: unknown option '", flag, "' (see --plan --help)");
+        gradsum::fail("--plan: unknown option '", flag, "' (see --plan --help)");
       }
     }
     if (custom) {
       if (!cases.empty())
-        gradsum::detail::fail("--plan: give either a case name or job options, not both");
-      if (parameters < 0) gradsum::detail::fail("--plan: --parameters P is required for a job");
+        gradsum::fail("--plan: give either a case name or job options, not both");
+      if (parameters < 0) gradsum::fail("--plan: --parameters P is required for a job");
       job.work.gradient_bytes = parameters * bytes_per_value;
       job.memory.parameters = parameters;
       job.memory.gradient_bytes = bytes_per_value;
