@@ -15,20 +15,21 @@
 
 namespace {
 
-const char* usage =
-    "usage: gradsum-predict --params FILE --data FILE [--output FILE]\n"
-    "\n"
-    "Applies the model of a gradsum checkpoint (gradsum-train --checkpoint FILE)\n"
-    "to every row of a CSV file, after the feature scaling stored with it\n"
-    "(--standardize). The file holds the model's features, optionally followed\n"
-    "by the target (in its last column); an optional header row is skipped.\n"
-    "Prints one line per row: the value (linear regression, or an MLP trained\n"
-    "with the squared error), or the class and its probability (logistic and\n"
-    "softmax regression, and MLP classifiers). With targets, a last line on\n"
-    "standard error gives the mean squared error or the accuracy.\n"
-    "\n"
-    "  --output FILE   write the lines to FILE instead (default '-', standard\n"
-    "                  output); a regular file is replaced only once complete\n";
+const char* usage() {
+  return "usage: gradsum-predict --params FILE --data FILE [--output FILE]\n"
+         "\n"
+         "Applies the model of a gradsum checkpoint (gradsum-train --checkpoint FILE)\n"
+         "to every row of a CSV file, after the feature scaling stored with it\n"
+         "(--standardize). The file holds the model's features, optionally followed\n"
+         "by the target (in its last column); an optional header row is skipped.\n"
+         "Prints one line per row: the value (linear regression, or an MLP trained\n"
+         "with the squared error), or the class and its probability (logistic and\n"
+         "softmax regression, and MLP classifiers). With targets, a last line on\n"
+         "standard error gives the mean squared error or the accuracy.\n"
+         "\n"
+         "  --output FILE   write the lines to FILE instead (default '-', standard\n"
+         "                  output); a regular file is replaced only once complete\n";
+}
 
 struct Options {
   std::string params, data, output = "-";
@@ -39,7 +40,7 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
-      std::fputs(usage, stdout);
+      std::fputs(usage(), stdout);
       std::exit(0);
     }
     if (i + 1 >= argc) gradsum::fail(flag, ": missing value");
