@@ -52,8 +52,8 @@ gradsum::Table read_diabetes() {
   for (double v = 0; y >> v;) table.targets.push_back(v);
   table.num_rows = table.targets.size();
   if (table.features.size() != table.num_rows * 10)
-    gradsum::detail::fail(table.source, ": expected 10 features for each of the ",
-                          table.num_rows, " targets, read ", table.features.size(), " values");
+    gradsum::fail(table.source, ": expected 10 features for each of the ",
+                  table.num_rows, " targets, read ", table.features.size(), " values");
   return table;
 }
 
@@ -90,8 +90,8 @@ void run(const std::string& name, const gradsum::Table& table, const Model& mode
       step.evaluate(theta, test_data, gradsum::partition(test_data.num_samples(), ranks, rank));
   if (rank != 0) return;
   std::printf("%s: %s, %zu training and %zu test rows, %lld Adam steps on %d rank%s\n",
-              name.c_str(), gradsum::detail::concat(model.name(), " model, ", loss.name(),
-                                                    " loss").c_str(),
+              name.c_str(), gradsum::concat(model.name(), " model, ", loss.name(),
+                                            " loss").c_str(),
               train.num_rows, test.num_rows, static_cast<long long>(result.position.step), ranks,
               ranks == 1 ? "" : "s");
   if constexpr (gradsum::is_classifier_loss_v<Loss>) {

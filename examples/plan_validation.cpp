@@ -101,9 +101,9 @@ int main(int argc, char* argv[]) {
   const int ranks = environment.size();
   const int repetitions = argc > 1 ? std::atoi(argv[1]) : 20;
   try {
-    if (ranks != 2) gradsum::detail::fail("plan_validation: run it on 2 ranks, got ", ranks);
+    if (ranks != 2) gradsum::fail("plan_validation: run it on 2 ranks, got ", ranks);
     if (repetitions < 1)
-      gradsum::detail::fail("plan_validation: REPETITIONS must be at least 1, got ", argv[1]);
+      gradsum::fail("plan_validation: REPETITIONS must be at least 1, got ", argv[1]);
     // Every rank holds the same 400,000 samples (100 MB, more than the
     // caches; same seed): consecutive batches of B rows, each split into
     // contiguous halves on two ranks.

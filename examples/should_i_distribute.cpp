@@ -4,10 +4,10 @@
 // finishes in an afternoon, and a language model that would take years on
 // one device. Exits with 1 if the verdicts are not the expected ones.
 
-#include "plan_mode.hpp"
+#include <gradsum/plan/report.hpp>
 
 int main() {
-  const auto small = gradsum_plan::explain(gradsum_plan::reviews());
-  const auto large = gradsum_plan::explain(gradsum_plan::language_model());
+  const auto small = gradsum::plan::explain(gradsum::plan::reviews_case());
+  const auto large = gradsum::plan::explain(gradsum::plan::language_model_case());
   return !small.distribute && large.distribute ? 0 : 1;
 }

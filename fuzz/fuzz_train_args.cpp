@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: gradsum-train's command-line parser
-// (examples/train_options.hpp), the input split at NUL bytes into
+// (apps/train_options.hpp), the input split at NUL bytes into
 // arguments. Only gradsum::Error may leave it, with a message, and what it
 // accepts must satisfy the checks it promises.
 

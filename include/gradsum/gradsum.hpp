@@ -78,6 +78,7 @@
 
 #include <gradsum/plan/calibrate.hpp>
 #include <gradsum/plan/cost_model.hpp>
+#include <gradsum/plan/report.hpp>
 #include <gradsum/plan/strategy.hpp>
 
 #if GRADSUM_ENABLE_MPI

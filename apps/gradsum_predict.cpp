@@ -15,20 +15,21 @@
 
 namespace {
 
-const char* usage =
-    "usage: gradsum-predict --params FILE --data FILE [--output FILE]\n"
-    "\n"
-    "Applies the model of a gradsum checkpoint (gradsum-train --checkpoint FILE)\n"
-    "to every row of a CSV file, after the feature scaling stored with it\n"
-    "(--standardize). The file holds the model's features, optionally followed\n"
-    "by the target (in its last column); an optional header row is skipped.\n"
-    "Prints one line per row: the value (linear regression, or an MLP trained\n"
-    "with the squared error), or the class and its probability (logistic and\n"
-    "softmax regression, and MLP classifiers). With targets, a last line on\n"
-    "standard error gives the mean squared error or the accuracy.\n"
-    "\n"
-    "  --output FILE   write the lines to FILE instead (default '-', standard\n"
-    "                  output); a regular file is replaced only once complete\n";
+const char* usage() {
+  return "usage: gradsum-predict --params FILE --data FILE [--output FILE]\n"
+         "\n"
+         "Applies the model of a gradsum checkpoint (gradsum-train --checkpoint FILE)\n"
+         "to every row of a CSV file, after the feature scaling stored with it\n"
+         "(--standardize). The file holds the model's features, optionally followed\n"
+         "by the target (in its last column); an optional header row is skipped.\n"
+         "Prints one line per row: the value (linear regression, or an MLP trained\n"
+         "with the squared error), or the class and its probability (logistic and\n"
+         "softmax regression, and MLP classifiers). With targets, a last line on\n"
+         "standard error gives the mean squared error or the accuracy.\n"
+         "\n"
+         "  --output FILE   write the lines to FILE instead (default '-', standard\n"
+         "                  output); a regular file is replaced only once complete\n";
+}
 
 struct Options {
   std::string params, data, output = "-";
@@ -39,18 +40,18 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
-      std::fputs(usage, stdout);
+      std::fputs(usage(), stdout);
       std::exit(0);
     }
-    if (i + 1 >= argc) gradsum::detail::fail(flag, ": missing value");
+    if (i + 1 >= argc) gradsum::fail(flag, ": missing value");
     if (flag == "--params") o.params = argv[++i];
     else if (flag == "--data") o.data = argv[++i];
     else if (flag == "--output") o.output = argv[++i];
-    else gradsum::detail::fail("unknown option '", flag, "' (see --help)");
+    else gradsum::fail("unknown option '", flag, "' (see --help)");
   }
-  if (o.params.empty()) gradsum::detail::fail("--params FILE is required (see --help)");
-  if (o.data.empty()) gradsum::detail::fail("--data FILE is required (see --help)");
-  if (o.output.empty()) gradsum::detail::fail("--output: empty file name");
+  if (o.params.empty()) gradsum::fail("--params FILE is required (see --help)");
+  if (o.data.empty()) gradsum::fail("--data FILE is required (see --help)");
+  if (o.output.empty()) gradsum::fail("--output: empty file name");
   return o;
 }
 
@@ -59,10 +60,10 @@ Options parse(int argc, char** argv) {
 bool split_targets(gradsum::Table& table, std::size_t d, const std::string& params) {
   if (table.num_features == d) return true;
   if (table.num_features + 1 != d)
-    gradsum::detail::fail(table.source, ": rows have ", table.num_features + 1,
-                          " columns, but the model in '", params, "' takes ", d,
-                          " features (expected ", d, " columns, or ", d + 1,
-                          " with the target last)");
+    gradsum::fail(table.source, ": rows have ", table.num_features + 1,
+                  " columns, but the model in '", params, "' takes ", d,
+                  " features (expected ", d, " columns, or ", d + 1,
+                  " with the target last)");
   std::vector<double> x;
   x.reserve(table.num_rows * d);
   for (std::size_t i = 0; i < table.num_rows; ++i) {
@@ -82,24 +83,24 @@ void check_sizes(const gradsum::CheckpointData& c, const std::string& params) {
   if (c.model != "linear" && c.model != "softmax") return;  // rejected below
   if (c.num_features < 1 || c.num_features > 2147483646 || c.num_outputs < 1 ||
       c.num_outputs > gradsum::max_outputs)
-    gradsum::detail::fail("'", params, "' declares ", c.num_features, " features and ",
-                          c.num_outputs, " outputs; expected 1 to 2147483646 features and 1 to ",
-                          gradsum::max_outputs, " outputs (the file is corrupted)");
+    gradsum::fail("'", params, "' declares ", c.num_features, " features and ",
+                  c.num_outputs, " outputs; expected 1 to 2147483646 features and 1 to ",
+                  gradsum::max_outputs, " outputs (the file is corrupted)");
   const std::int64_t outputs = c.model == "linear" ? 1 : c.num_outputs;
   const std::int64_t parameters = outputs * (c.num_features + 1);
   if (c.num_outputs != outputs || c.num_parameters != parameters)
-    gradsum::detail::fail("'", params, "' declares ", c.num_parameters, " parameters and ",
-                          c.num_outputs, " outputs, but a ", c.model, " model of ",
-                          c.num_features, " features has ", parameters, " and ", outputs,
-                          " (the file is corrupted)");
+    gradsum::fail("'", params, "' declares ", c.num_parameters, " parameters and ",
+                  c.num_outputs, " outputs, but a ", c.model, " model of ",
+                  c.num_features, " features has ", parameters, " and ", outputs,
+                  " (the file is corrupted)");
 }
 
 template <class Model>
 void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum::Table& table,
              bool targets, gradsum::OutputFile& out) {
   if (model.num_parameters() != c.num_parameters)
-    gradsum::detail::fail("'", c.model, "' has ", model.num_parameters(),
-                          " parameters, the checkpoint holds ", c.num_parameters);
+    gradsum::fail("'", c.model, "' has ", model.num_parameters(),
+                  " parameters, the checkpoint holds ", c.num_parameters);
   const std::vector<double> theta = c.parameters();
   const bool regression = c.loss == "squared_error";
   std::vector<double> z(std::size_t(c.num_outputs));
@@ -168,9 +169,9 @@ int main(int argc, char** argv) {
              (one_output || c.loss == "softmax_cross_entropy"))
       predict(gradsum::MLP::from_description(c.model.substr(mlp.size())), c, table, targets, out);
     else
-      gradsum::detail::fail("'", o.params, "' holds model ", c.model, " with loss ", c.loss,
-                            "; gradsum-predict applies linear, logistic and softmax regression "
-                            "and MLPs");
+      gradsum::fail("'", o.params, "' holds model ", c.model, " with loss ", c.loss,
+                    "; gradsum-predict applies linear, logistic and softmax regression "
+                    "and MLPs");
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gradsum-predict: error: %s\n", e.what());

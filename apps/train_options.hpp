@@ -166,7 +166,7 @@ inline double parse_double(const std::string& flag, const std::string& text) {
   errno = 0;
   const double v = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
-    gradsum::detail::fail(flag, ": expected a finite number, got '", text, "'");
+    gradsum::fail(flag, ": expected a finite number, got '", text, "'");
   return v;
 }
 
@@ -176,8 +176,8 @@ inline std::int64_t parse_integer(const std::string& flag, const std::string& te
   errno = 0;
   const long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
-    gradsum::detail::fail(flag, ": expected an integer in [", lo, ", ", hi,
-                          "], got '", text, "'");
+    gradsum::fail(flag, ": expected an integer in [", lo, ", ", hi,
+                  "], got '", text, "'");
   return v;
 }
 
@@ -207,13 +207,13 @@ inline gradsum::Schedule parse_schedule(const std::string& text) {
     schedule = gradsum::Schedule::cosine(detail::parse_integer(flag, parts[1], 1, INT64_MAX),
                                          parts.size() == 3 ? detail::parse_double(flag, parts[2]) : 0.0);
   } else {
-    gradsum::detail::fail("--schedule: expected constant, step:EVERY:GAMMA, exp:GAMMA or "
-                          "cosine:TOTAL[:MIN], got '", text, "'");
+    gradsum::fail("--schedule: expected constant, step:EVERY:GAMMA, exp:GAMMA or "
+                  "cosine:TOTAL[:MIN], got '", text, "'");
   }
   try {
     schedule.validate();
   } catch (const gradsum::Error& e) {
-    gradsum::detail::fail("--schedule: ", e.what());
+    gradsum::fail("--schedule: ", e.what());
   }
   return schedule;
 }
@@ -240,7 +240,7 @@ inline Options parse(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) gradsum::detail::fail(flag, ": missing value");
+      if (i + 1 >= args.size()) gradsum::fail(flag, ": missing value");
       return args[++i];
     };
     if (flag == "--help" || flag == "-h") {
@@ -253,38 +253,38 @@ inline Options parse(const std::vector<std::string>& args) {
         o.hidden = parse_widths(o.model.substr(4));
         o.model = "mlp";
       } else if (o.model != "linear" && o.model != "logistic" && o.model != "softmax") {
-        gradsum::detail::fail("--model: expected linear, logistic, softmax or mlp:H1,H2,…, got '",
-                              o.model, "'");
+        gradsum::fail("--model: expected linear, logistic, softmax or mlp:H1,H2,…, got '",
+                      o.model, "'");
       }
     } else if (flag == "--loss") {
       o.loss = value();
       if (o.loss != "squared" && o.loss != "logistic" && o.loss != "softmax")
-        gradsum::detail::fail("--loss: expected squared, logistic or softmax, got '", o.loss, "'");
+        gradsum::fail("--loss: expected squared, logistic or softmax, got '", o.loss, "'");
     } else if (flag == "--activation") {
       o.activation = value();  // checked by gradsum-train with the library's parser
     } else if (flag == "--init") {
       o.init = value();  // checked by gradsum-train with the library's parser
     } else if (flag == "--clip-norm") {
       o.clip_norm = detail::parse_double(flag, value());
-      if (!(o.clip_norm > 0)) gradsum::detail::fail("--clip-norm: must be positive, got ", o.clip_norm);
+      if (!(o.clip_norm > 0)) gradsum::fail("--clip-norm: must be positive, got ", o.clip_norm);
     } else if (flag == "--diagnostics") {
       o.diagnostics = true;
     } else if (flag == "--test-fraction") {
       o.test_fraction = detail::parse_double(flag, value());
       if (!(o.test_fraction >= 0 && o.test_fraction < 1))
-        gradsum::detail::fail("--test-fraction: must be in [0, 1), got ", o.test_fraction);
+        gradsum::fail("--test-fraction: must be in [0, 1), got ", o.test_fraction);
     } else if (flag == "--optimizer") {
       o.optimizer = value();
       static const char* known[] = {"sgd",  "momentum", "nesterov", "adagrad",  "rmsprop",
                                     "adam", "adamw",    "newton",   "steepest", "lbfgs"};
       if (std::find(std::begin(known), std::end(known), o.optimizer) == std::end(known))
-        gradsum::detail::fail("--optimizer: expected sgd, momentum, nesterov, adagrad, rmsprop, "
-                              "adam, adamw, newton, steepest or lbfgs, got '",
-                              o.optimizer, "'");
+        gradsum::fail("--optimizer: expected sgd, momentum, nesterov, adagrad, rmsprop, "
+                      "adam, adamw, newton, steepest or lbfgs, got '",
+                      o.optimizer, "'");
     } else if (flag == "--lr") {
       o.lr = detail::parse_double(flag, value());
       o.lr_given = true;
-      if (!(o.lr > 0)) gradsum::detail::fail("--lr: must be positive, got ", o.lr);
+      if (!(o.lr > 0)) gradsum::fail("--lr: must be positive, got ", o.lr);
     } else if (flag == "--momentum") {
       o.momentum = detail::parse_double(flag, value());
     } else if (flag == "--beta1") {
@@ -293,11 +293,11 @@ inline Options parse(const std::vector<std::string>& args) {
       o.beta2 = detail::parse_double(flag, value());
     } else if (flag == "--eps") {
       o.eps = detail::parse_double(flag, value());
-      if (!(o.eps > 0)) gradsum::detail::fail("--eps: must be positive, got ", o.eps);
+      if (!(o.eps > 0)) gradsum::fail("--eps: must be positive, got ", o.eps);
     } else if (flag == "--weight-decay") {
       o.weight_decay = detail::parse_double(flag, value());
       if (o.weight_decay < 0)
-        gradsum::detail::fail("--weight-decay: must be non-negative, got ", o.weight_decay);
+        gradsum::fail("--weight-decay: must be non-negative, got ", o.weight_decay);
     } else if (flag == "--schedule") {
       o.schedule = value();
       parse_schedule(o.schedule);  // rejects a malformed one now
@@ -306,25 +306,25 @@ inline Options parse(const std::vector<std::string>& args) {
     } else if (flag == "--line-search") {
       o.line_search = value();
       if (o.line_search != "armijo" && o.line_search != "wolfe" && o.line_search != "exact")
-        gradsum::detail::fail("--line-search: expected armijo, wolfe or exact, got '",
-                              o.line_search, "'");
+        gradsum::fail("--line-search: expected armijo, wolfe or exact, got '",
+                      o.line_search, "'");
     } else if (flag == "--history") {
       o.history = int(detail::parse_integer(flag, value(), 1, 1000));
     } else if (flag == "--max-steps") {
       o.max_steps = detail::parse_integer(flag, value(), 0, INT64_MAX);
     } else if (flag == "--grad-tol") {
       o.grad_tol = detail::parse_double(flag, value());
-      if (o.grad_tol < 0) gradsum::detail::fail("--grad-tol: must be non-negative, got ", o.grad_tol);
+      if (o.grad_tol < 0) gradsum::fail("--grad-tol: must be non-negative, got ", o.grad_tol);
     } else if (flag == "--on-nonfinite") {
       const std::string& action = value();
       if (action != "throw" && action != "skip")
-        gradsum::detail::fail("--on-nonfinite: expected throw or skip, got '", action, "'");
+        gradsum::fail("--on-nonfinite: expected throw or skip, got '", action, "'");
       o.skip_nonfinite = action == "skip";
     } else if (flag == "--reduce") {
       o.reduce = value();
       if (o.reduce != "sum" && o.reduce != "compensated" && o.reduce != "reproducible")
-        gradsum::detail::fail("--reduce: expected sum, compensated or reproducible, got '",
-                              o.reduce, "'");
+        gradsum::fail("--reduce: expected sum, compensated or reproducible, got '",
+                      o.reduce, "'");
     } else if (flag == "--aggregate") {
       const std::string& text = value();
       const auto colon = text.find(':');
@@ -339,7 +339,7 @@ inline Options parse(const std::vector<std::string>& args) {
         errno = 0;
         const long k = std::strtol(knob.c_str(), &end, 10);
         if (knob.empty() || *end != '\0' || errno == ERANGE || k < 0 || k > 1000000)
-          gradsum::detail::fail("--aggregate: ", expected);
+          gradsum::fail("--aggregate: ", expected);
         o.aggregate = name;
         o.trimmed_k = int(k);
       } else if (name == "clip" && colon != std::string::npos) {
@@ -347,24 +347,24 @@ inline Options parse(const std::vector<std::string>& args) {
         errno = 0;
         const double c = std::strtod(knob.c_str(), &end);
         if (knob.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(c) || !(c > 0))
-          gradsum::detail::fail("--aggregate: ", expected);
+          gradsum::fail("--aggregate: ", expected);
         o.aggregate = name;
         o.clip_c = c;
       } else {
-        gradsum::detail::fail("--aggregate: ", expected);
+        gradsum::fail("--aggregate: ", expected);
       }
     } else if (flag == "--workers") {
       o.workers = int(detail::parse_integer(flag, value(), 1, 4096));
     } else if (flag == "--loss-tol") {
       o.loss_tol = detail::parse_double(flag, value());
-      if (o.loss_tol < 0) gradsum::detail::fail("--loss-tol: must be non-negative, got ", o.loss_tol);
+      if (o.loss_tol < 0) gradsum::fail("--loss-tol: must be non-negative, got ", o.loss_tol);
     } else if (flag == "--epochs") {
       o.epochs = int(detail::parse_integer(flag, value(), 0, 100000000));
     } else if (flag == "--batch") {
       o.batch = detail::parse_integer(flag, value(), 0, INT64_MAX);
     } else if (flag == "--l2") {
       o.l2 = detail::parse_double(flag, value());
-      if (o.l2 < 0) gradsum::detail::fail("--l2: must be non-negative, got ", o.l2);
+      if (o.l2 < 0) gradsum::fail("--l2: must be non-negative, got ", o.l2);
     } else if (flag == "--seed") {
       o.seed = std::uint64_t(detail::parse_integer(flag, value(), 0, INT64_MAX));
     } else if (flag == "--standardize") {
@@ -375,31 +375,31 @@ inline Options parse(const std::vector<std::string>& args) {
       o.target_column = int(detail::parse_integer(flag, value(), 0, 1000000000));
     } else if (flag == "--save-params") {
       o.save_params = value();
-      if (o.save_params.empty()) gradsum::detail::fail("--save-params: empty file name");
+      if (o.save_params.empty()) gradsum::fail("--save-params: empty file name");
     } else if (flag == "--progress") {
       o.progress = value();
       if (o.progress != "auto" && o.progress != "on" && o.progress != "off")
-        gradsum::detail::fail("--progress: expected auto, on or off, got '", o.progress, "'");
+        gradsum::fail("--progress: expected auto, on or off, got '", o.progress, "'");
     } else if (flag == "--log") {
       o.log = value();
-      if (o.log.empty()) gradsum::detail::fail("--log: empty file name");
+      if (o.log.empty()) gradsum::fail("--log: empty file name");
     } else if (flag == "--checkpoint") {
       o.checkpoint = value();
-      if (o.checkpoint.empty()) gradsum::detail::fail("--checkpoint: empty file name");
+      if (o.checkpoint.empty()) gradsum::fail("--checkpoint: empty file name");
       if (o.checkpoint == "-")
-        gradsum::detail::fail("--checkpoint: '-' (standard output) cannot hold a checkpoint, "
-                              "which --resume reads back; name a file");
+        gradsum::fail("--checkpoint: '-' (standard output) cannot hold a checkpoint, "
+                      "which --resume reads back; name a file");
     } else if (flag == "--checkpoint-every") {
       o.checkpoint_every = detail::parse_integer(flag, value(), 1, INT64_MAX);
     } else if (flag == "--resume") {
       o.resume = value();
-      if (o.resume.empty()) gradsum::detail::fail("--resume: empty file name");
+      if (o.resume.empty()) gradsum::fail("--resume: empty file name");
     } else if (flag == "--early-stop") {
       o.early_stop = detail::parse_integer(flag, value(), 1, INT64_MAX);
     } else if (flag == "--validation") {
       o.validation = detail::parse_double(flag, value());
       if (!(o.validation > 0 && o.validation < 1))
-        gradsum::detail::fail("--validation: expected a fraction in (0, 1), got ", o.validation);
+        gradsum::fail("--validation: expected a fraction in (0, 1), got ", o.validation);
     } else if (flag == "--accumulate") {
       o.accumulate = int(detail::parse_integer(flag, value(), 1, 1000000));
     } else if (flag == "--noise-scale") {
@@ -409,24 +409,24 @@ inline Options parse(const std::vector<std::string>& args) {
     } else if (flag.rfind("--kokkos-", 0) == 0) {
       // Kokkos' own option, e.g. --kokkos-threads=2.
     } else {
-      gradsum::detail::fail("unknown option '", flag, "' (see --help)");
+      gradsum::fail("unknown option '", flag, "' (see --help)");
     }
   }
-  if (!o.help && o.data.empty()) gradsum::detail::fail("--data FILE is required (see --help)");
+  if (!o.help && o.data.empty()) gradsum::fail("--data FILE is required (see --help)");
   if (o.model != "mlp") {
     for (const char* mlp_only : {"--loss", "--activation", "--init", "--diagnostics"})
       if (std::find(args.begin(), args.end(), mlp_only) != args.end())
-        gradsum::detail::fail(mlp_only, ": applies to --model mlp:…, not to --model ", o.model);
+        gradsum::fail(mlp_only, ": applies to --model mlp:…, not to --model ", o.model);
   } else {
     const char* first_order[] = {"sgd", "momentum", "nesterov", "adagrad", "rmsprop", "adam", "adamw"};
     if (std::find(std::begin(first_order), std::end(first_order), o.optimizer) == std::end(first_order))
-      gradsum::detail::fail("--optimizer: --model mlp trains with sgd, momentum, nesterov, adagrad, "
-                            "rmsprop, adam or adamw, got '", o.optimizer, "'");
+      gradsum::fail("--optimizer: --model mlp trains with sgd, momentum, nesterov, adagrad, "
+                    "rmsprop, adam or adamw, got '", o.optimizer, "'");
   }
   if (o.clip_norm > 0 && (o.optimizer == "newton" || o.optimizer == "steepest" || o.optimizer == "lbfgs"))
-    gradsum::detail::fail("--clip-norm: applies to first-order optimizers, not to ", o.optimizer);
+    gradsum::fail("--clip-norm: applies to first-order optimizers, not to ", o.optimizer);
   if (o.checkpoint_every > 0 && o.checkpoint.empty())
-    gradsum::detail::fail("--checkpoint-every: needs --checkpoint FILE");
+    gradsum::fail("--checkpoint-every: needs --checkpoint FILE");
   return o;
 }
 

@@ -52,19 +52,14 @@ gradsum::RobustRule robust_rule(const Options& o) {
   return {};
 }
 
-// Only rank 0 prints.
-bool printer = true;
+// printf on rank 0; the other ranks stay silent.
+struct Printer {
+  bool on = true;
+  void operator()(const char* format, ...) const __attribute__((format(printf, 2, 3)));
+};
 
-// The feature scaling applied to the data (empty without --standardize),
-// saved with checkpoints.
-gradsum::StandardScaler scaler;
-
-// The rows held out for validation (--validation F), scaled like the rest.
-gradsum::Table validation_table;
-
-void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
-void say(const char* format, ...) {
-  if (!printer) return;
+void Printer::operator()(const char* format, ...) const {
+  if (!on) return;
   va_list args;
   va_start(args, format);
   std::vprintf(format, args);
@@ -78,10 +73,21 @@ void write_params(const std::string& path, const std::vector<double>& theta) {
   out.commit();
 }
 
-// The rows to train on and, with --test-fraction, the rows held out.
+// The rows to train on and, with --test-fraction and --validation, the rows
+// held out, all scaled by `scaler` (empty without --standardize), which the
+// checkpoints save.
 struct Inputs {
   gradsum::Table train;
   gradsum::Table test;
+  gradsum::Table validation;
+  gradsum::StandardScaler scaler;
+};
+
+// What every stage of a run reads, handed down instead of kept in globals.
+struct Context {
+  Options options;
+  Inputs inputs;
+  Printer say;
 };
 
 template <class View>
@@ -96,32 +102,36 @@ std::vector<double> host_values(const View& v) {
 template <class Model, class Theta, class StepType>
 class Diagnostics : public gradsum::Callback {
  public:
-  Diagnostics(const Model& model, const Theta& theta, StepType& step)
-      : model_(model), theta_(theta), step_(step) {}
+  Diagnostics(const Printer& say, const Model& model, const Theta& theta, StepType& step)
+      : say_(say), model_(model), theta_(theta), step_(step) {}
   void on_epoch(gradsum::FitState&) override {
     if constexpr (std::is_same<Model, gradsum::MLP>::value) {
       const auto report = gradsum::diagnostics::gradient_health(model_, theta_, step_.gradient());
       for (const auto& n : report.layers)
-        say("  layer %d: |g| = %.3e  |theta| = %.3e  |g|/|theta| = %.3e\n", n.layer,
-            n.gradient_norm, n.parameter_norm, n.ratio);
-      for (const auto& w : report.warnings) say("  warning: %s\n", w.c_str());
+        say_("  layer %d: |g| = %.3e  |theta| = %.3e  |g|/|theta| = %.3e\n", n.layer,
+             n.gradient_norm, n.parameter_norm, n.ratio);
+      for (const auto& w : report.warnings) say_("  warning: %s\n", w.c_str());
       for (const auto& g : gradsum::diagnostics::symmetric_units(model_, theta_))
-        say("  warning: layer %d: %zu hidden units have identical incoming weights (symmetric "
-            "start? use a random --init)\n",
-            g.layer, g.units.size());
+        say_("  warning: layer %d: %zu hidden units have identical incoming weights (symmetric "
+             "start? use a random --init)\n",
+             g.layer, g.units.size());
       std::fflush(stdout);
     }
   }
 
  private:
+  const Printer& say_;
   const Model& model_;
   const Theta& theta_;
   StepType& step_;
 };
 
 template <class Space, class Model, class Loss, class Optimizer>
-int train(const Options& o, const Inputs& inputs, const Model& model, const Loss& loss,
+int train(const Context& context, const Model& model, const Loss& loss,
           const Optimizer& optimizer, const Aggregation& aggregation) {
+  const Options& o = context.options;
+  const Inputs& inputs = context.inputs;
+  const Printer& say = context.say;
   using Data = gradsum::Dataset<double, typename Space::memory_space>;
   const gradsum::Table& table = inputs.train;
   const Data data = Data::from_host(std::int64_t(table.num_rows),
@@ -138,8 +148,8 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
                                          gradsum::RuntimeReduction::parse(o.reduce), aggregation);
   if (o.noise_parts > 0) {
     if (ranks * o.noise_parts < 2)
-      gradsum::detail::fail("--noise-scale 1 on one rank measures a single worker; the noise "
-                            "scale compares at least two (use --noise-scale 2 or more)");
+      gradsum::fail("--noise-scale 1 on one rank measures a single worker; the noise "
+                    "scale compares at least two (use --noise-scale 2 or more)");
     step.measure_workers(o.noise_parts);
   }
   const auto my_rows = gradsum::partition(data.num_samples(), ranks, rank);
@@ -182,8 +192,8 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
     fit_options.start = gradsum::load_checkpoint(o.resume, step, theta, &saved);
     fit_options.loop = std::move(saved.loop);  // early stopping, best parameters, stopping rules
     if (fit_options.start.seed != o.seed)
-      gradsum::detail::fail("--resume: '", o.resume, "' was written with --seed ",
-                            fit_options.start.seed, ", this run has --seed ", o.seed);
+      gradsum::fail("--resume: '", o.resume, "' was written with --seed ",
+                    fit_options.start.seed, ", this run has --seed ", o.seed);
     say("resumed from '%s' after epoch %lld, step %lld\n", o.resume.c_str(),
         static_cast<long long>(fit_options.start.epoch),
         static_cast<long long>(fit_options.start.step));
@@ -192,7 +202,7 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
   gradsum::Progress progress(o.progress == "on" ? gradsum::ProgressMode::bar
                                                 : gradsum::ProgressMode::automatic);
   if (o.progress != "off") callbacks.add(progress);
-  Diagnostics<Model, decltype(theta), decltype(step)> diagnostics(model, theta, step);
+  Diagnostics<Model, decltype(theta), decltype(step)> diagnostics(say, model, theta, step);
   if (o.diagnostics) callbacks.add(diagnostics);
   std::unique_ptr<gradsum::CsvLog> log;
   if (!o.log.empty()) callbacks.add(*(log = std::make_unique<gradsum::CsvLog>(o.log, !o.resume.empty())));
@@ -203,8 +213,9 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
     callbacks.add(best);
   }
   gradsum::Checkpointer<decltype(step), decltype(theta)> checkpoints(
-      o.checkpoint, o.checkpoint_every, step, theta, scaler);
+      o.checkpoint, o.checkpoint_every, step, theta, inputs.scaler);
   if (!o.checkpoint.empty()) callbacks.add(checkpoints);
+  const gradsum::Table& validation_table = inputs.validation;
   Data validation;
   if (validation_table.num_rows > 0)
     validation = Data::from_host(std::int64_t(validation_table.num_rows),
@@ -242,7 +253,7 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
     say("critical point: %s (Hessian eigenvalues from %.6g to %.6g, %s)\n",
         gradsum::diagnostics::describe(gradsum::diagnostics::classify(c, 1e-8 * std::max(scale, 1.0))),
         c.min_eigenvalue, c.max_eigenvalue,
-        c.exact ? "exact" : gradsum::detail::concat("Lanczos, ", c.products, " products").c_str());
+        c.exact ? "exact" : gradsum::concat("Lanczos, ", c.products, " products").c_str());
   }
   if (o.noise_parts > 0)
     say("mini-batches: loss average %.6g (last batch %.6g, spread over %lld workers %.3g); "
@@ -299,34 +310,36 @@ int train(const Options& o, const Inputs& inputs, const Model& model, const Loss
 // Newton, steepest descent and L-BFGS: methods that evaluate J more than
 // once per step (line searches) or need its Hessian.
 template <class Space, class Model, class Loss>
-int with_line_search(const Options& o, const Inputs& inputs, const Model& model,
-                     const Loss& loss, const Aggregation& aggregation) {
+int with_line_search(const Context& context, const Model& model, const Loss& loss,
+                     const Aggregation& aggregation) {
+  const Options& o = context.options;
   const std::string& name = o.optimizer;
   if (name == "newton") {
     gradsum::Newton newton;
     if (o.lr_given) newton.lr = o.lr;
-    return train<Space>(o, inputs, model, loss, newton, aggregation);
+    return train<Space>(context, model, loss, newton, aggregation);
   }
   if (name == "steepest") {
     gradsum::SteepestDescent sd;
     if (o.lr_given) sd.initial_step = o.lr;
     if (o.line_search == "exact") sd.line_search = gradsum::SteepestDescent::LineSearch::exact;
     else if (!o.line_search.empty() && o.line_search != "armijo")
-      gradsum::detail::fail("--line-search: steepest takes armijo or exact, got '", o.line_search, "'");
-    return train<Space>(o, inputs, model, loss, sd, aggregation);
+      gradsum::fail("--line-search: steepest takes armijo or exact, got '", o.line_search, "'");
+    return train<Space>(context, model, loss, sd, aggregation);
   }
   gradsum::LBFGS lbfgs;
   lbfgs.m = o.history;
   if (o.line_search == "armijo") lbfgs.line_search = gradsum::LBFGS::LineSearch::armijo;
   else if (!o.line_search.empty() && o.line_search != "wolfe")
-    gradsum::detail::fail("--line-search: lbfgs takes wolfe or armijo, got '", o.line_search, "'");
-  return train<Space>(o, inputs, model, loss, lbfgs, aggregation);
+    gradsum::fail("--line-search: lbfgs takes wolfe or armijo, got '", o.line_search, "'");
+  return train<Space>(context, model, loss, lbfgs, aggregation);
 }
 
 // The optimizer the flags ask for; first-order methods follow --schedule.
 template <class Space, class Model, class Loss>
-int with_optimizer(const Options& o, const Inputs& inputs, const Model& model,
-                   const Loss& loss, const Aggregation& aggregation) {
+int with_optimizer(const Context& context, const Model& model, const Loss& loss,
+                   const Aggregation& aggregation) {
+  const Options& o = context.options;
   auto schedule = gradsum_train::parse_schedule(o.schedule).with_warmup(o.warmup);
   // One Step type for the seven first-order methods (FirstOrder picks at
   // run time), instead of seven whole Steps per model.
@@ -334,7 +347,7 @@ int with_optimizer(const Options& o, const Inputs& inputs, const Model& model,
     if (o.lr_given) optimizer.lr = o.lr;
     gradsum::Scheduled<gradsum::FirstOrder> scheduled(optimizer, schedule);
     // Without --clip-norm the bound is infinite: one type either way.
-    return train<Space>(o, inputs, model, loss,
+    return train<Space>(context, model, loss,
                         gradsum::clip_gradient_norm(scheduled, o.clip_norm > 0 ? o.clip_norm : HUGE_VAL),
                         aggregation);
   };
@@ -364,9 +377,9 @@ int with_optimizer(const Options& o, const Inputs& inputs, const Model& model,
   }
   if constexpr (std::is_same<Model, gradsum::MLP>::value) {
     // parse() accepts only first-order optimizers for an MLP.
-    gradsum::detail::fail("--optimizer: ", name, " does not train --model mlp");
+    gradsum::fail("--optimizer: ", name, " does not train --model mlp");
   } else {
-    return with_line_search<Space>(o, inputs, model, loss, aggregation);
+    return with_line_search<Space>(context, model, loss, aggregation);
   }
 }
 
@@ -375,50 +388,51 @@ int count_classes(const gradsum::Table& table) {
   double classes = 0;
   for (double y : table.targets) classes = y + 1 > classes ? y + 1 : classes;
   if (!(classes >= 2 && classes <= gradsum::max_outputs))
-    gradsum::detail::fail(table.source, ": softmax needs integer class labels 0 … C-1 with ",
-                          "2 <= C <= ", gradsum::max_outputs, "; the largest label is ",
-                          classes - 1);
+    gradsum::fail(table.source, ": softmax needs integer class labels 0 … C-1 with ",
+                  "2 <= C <= ", gradsum::max_outputs, "; the largest label is ",
+                  classes - 1);
   return int(classes);
 }
 
 template <class Space>
-int run_on(const Options& o, const Inputs& inputs, const Aggregation& aggregation) {
-  const gradsum::Table& table = inputs.train;
+int run_on(const Context& context, const Aggregation& aggregation) {
+  const Options& o = context.options;
+  const gradsum::Table& table = context.inputs.train;
   const int d = int(table.num_features);
   if (o.model == "mlp") {
     const auto activation = gradsum::parse_activation(o.activation);
     if (o.loss == "squared")
-      return with_optimizer<Space>(o, inputs, gradsum::MLP(d, o.hidden, 1, activation),
+      return with_optimizer<Space>(context, gradsum::MLP(d, o.hidden, 1, activation),
                                    gradsum::SquaredError{}, aggregation);
     if (o.loss == "logistic")
-      return with_optimizer<Space>(o, inputs, gradsum::MLP(d, o.hidden, 1, activation),
+      return with_optimizer<Space>(context, gradsum::MLP(d, o.hidden, 1, activation),
                                    gradsum::BinaryCrossEntropy{}, aggregation);
-    return with_optimizer<Space>(o, inputs,
+    return with_optimizer<Space>(context,
                                  gradsum::MLP(d, o.hidden, count_classes(table), activation),
                                  gradsum::SoftmaxCrossEntropy{}, aggregation);
   }
   if (o.model == "linear")
-    return with_optimizer<Space>(o, inputs, gradsum::Linear(d), gradsum::SquaredError{},
+    return with_optimizer<Space>(context, gradsum::Linear(d), gradsum::SquaredError{},
                                  aggregation);
   if (o.model == "logistic")
-    return with_optimizer<Space>(o, inputs, gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
+    return with_optimizer<Space>(context, gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
                                  aggregation);
-  return with_optimizer<Space>(o, inputs, gradsum::Softmax(d, count_classes(table)),
+  return with_optimizer<Space>(context, gradsum::Softmax(d, count_classes(table)),
                                gradsum::SoftmaxCrossEntropy{}, aggregation);
 }
 
 template <class... Spaces>
-int dispatch(const Options& o, const Inputs& inputs, const Aggregation& aggregation,
-             std::tuple<Spaces...>*) {
+int dispatch(const Context& context, const Aggregation& aggregation, std::tuple<Spaces...>*) {
+  const Options& o = context.options;
   const std::string wanted =
       o.space.empty() ? gradsum::space_name<Kokkos::DefaultExecutionSpace>() : o.space;
   int status = -1;
-  ((status < 0 && gradsum::space_name<Spaces>() == wanted ? status = run_on<Spaces>(o, inputs, aggregation)
+  ((status < 0 && gradsum::space_name<Spaces>() == wanted ? status = run_on<Spaces>(context, aggregation)
                                                           : 0),
    ...);
   if (status < 0)
-    gradsum::detail::fail("--space: '", wanted, "' is not enabled in this build; choose one of ",
-                          gradsum::enabled_space_names());
+    gradsum::fail("--space: '", wanted, "' is not enabled in this build; choose one of ",
+                  gradsum::enabled_space_names());
   return status;
 }
 
@@ -428,7 +442,8 @@ int main(int argc, char* argv[]) {
   // --plan answers "should I distribute?" from the cost model alone.
   if (argc > 1 && std::string(argv[1]) == "--plan")
     return gradsum_plan::run(std::vector<std::string>(argv + 2, argv + argc));
-  Options options;
+  Context context;
+  Options& options = context.options;
   try {
     options = gradsum_train::parse(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const gradsum::Error& e) {
@@ -453,12 +468,12 @@ int main(int argc, char* argv[]) {
   // writer reports, instead of killing the program mid-file.
   std::signal(SIGXFSZ, SIG_IGN);
   gradsum::Environment environment(argc, argv);
-  printer = environment.rank() == 0;
+  context.say.on = environment.rank() == 0;
   try {
     Aggregation aggregation = make_aggregation(robust_rule(options));
     // Reading can fail on one rank only (a file missing on one node):
     // every rank learns of it before the first collective of training.
-    Inputs inputs;
+    Inputs& inputs = context.inputs;
     std::string error;
     try {
       gradsum::CsvOptions csv;
@@ -473,29 +488,29 @@ int main(int argc, char* argv[]) {
         inputs.test = std::move(test);
       }
       if (options.validation > 0)
-        std::tie(inputs.train, validation_table) =
+        std::tie(inputs.train, inputs.validation) =
             gradsum::train_test_split(inputs.train, options.validation, options.seed + 1);
       // A resumed run scales with the checkpoint's scaler, so the model sees
       // the data it was trained on; held-out rows are scaled by the training
       // rows' statistics.
+      gradsum::StandardScaler& scaler = inputs.scaler;
       if (!options.resume.empty()) scaler = gradsum::read_checkpoint(options.resume).scaler;
       if (options.standardize && scaler.mean.empty())
         scaler = gradsum::StandardScaler::fit(inputs.train);
       if (!scaler.mean.empty()) {
         scaler.transform(inputs.train);
         if (inputs.test.num_rows > 0) scaler.transform(inputs.test);
-        if (validation_table.num_rows > 0) scaler.transform(validation_table);
+        if (inputs.validation.num_rows > 0) scaler.transform(inputs.validation);
       }
     } catch (const gradsum::Error& e) {
       error = e.what();
     }
     error = aggregation.first_error(error);
     if (!error.empty()) throw gradsum::Error(error);
-    return dispatch(options, inputs, aggregation,
-                    static_cast<gradsum::ExecutionSpaces*>(nullptr));
+    return dispatch(context, aggregation, static_cast<gradsum::ExecutionSpaces*>(nullptr));
   } catch (const std::exception& e) {
     // Errors from the step reach every rank alike; rank 0 reports them.
-    if (printer) std::fprintf(stderr, "gradsum-train: error: %s\n", e.what());
+    if (context.say.on) std::fprintf(stderr, "gradsum-train: error: %s\n", e.what());
     return 1;
   }
 }
