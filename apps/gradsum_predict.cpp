@@ -98,9 +98,14 @@ void check_sizes(const gradsum::CheckpointData& c, const std::string& params) {
 template <class Model>
 void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum::Table& table,
              bool targets, gradsum::OutputFile& out) {
-  if (model.num_parameters() != c.num_parameters)
-    gradsum::fail("'", c.model, "' has ", model.num_parameters(),
-                  " parameters, the checkpoint holds ", c.num_parameters);
+  // Every size the loop below indexes with must be the model's own (an MLP
+  // checkpoint's sizes are not checked by check_sizes).
+  if (model.num_parameters() != c.num_parameters || model.num_features() != c.num_features ||
+      model.num_outputs() != c.num_outputs)
+    gradsum::fail("model '", c.model, "' takes ", model.num_features(), " features and has ",
+                  model.num_outputs(), " outputs and ", model.num_parameters(),
+                  " parameters, but the checkpoint declares ", c.num_features, ", ",
+                  c.num_outputs, " and ", c.num_parameters, " (the file is corrupted)");
   const std::vector<double> theta = c.parameters();
   const bool regression = c.loss == "squared_error";
   std::vector<double> z(std::size_t(c.num_outputs));

@@ -28,6 +28,7 @@ printf '1,2,0\n3,nan,1\n' >nan.csv
 printf '1,2,0\n3,4,inf\n' >inf_target.csv
 : >empty.csv
 printf '1\n2\n3\n' >one_column.csv
+printf '1,0\n2,1\n' >two_columns.csv
 printf '1,2,0\n3,4,-1\n5,6,2\n' >negative_label.csv
 printf '1,2,0\n3,4,1.5\n5,6,2\n' >fraction_label.csv
 printf '1,2,0\n3,4,2\n' >binary_label2.csv
@@ -140,6 +141,24 @@ open(sys.argv[1], 'wb').write(data + struct.pack('<I', zlib.crc32(data) & 0xffff
 EOF
 expect 1 "'forged.ckpt' declares 1 parameters and 1 outputs, but a linear model of 2 features has 3 and 1" \
   "gradsum-predict with a checkpoint whose sizes disagree" -- "$predict" --params forged.ckpt --data two.csv
+# An MLP checkpoint (4-8-3 on iris) whose header, resealed, declares 1
+# feature and 1 output: the sizes must be the network's before a row is read
+# or an output written.
+"$train" --data "$iris" --model mlp:8 --epochs 1 --progress off --checkpoint mlp.ckpt >/dev/null 2>&1 ||
+  bad "could not write an MLP checkpoint to forge"
+python3 - mlp.ckpt forged_mlp.ckpt <<'EOF'
+import struct, sys, zlib
+data = bytearray(open(sys.argv[1], 'rb').read())
+at = 24
+at += 4 + struct.unpack_from('<I', data, at)[0] + 4  # scalar name and size
+for _ in range(6): at += 4 + struct.unpack_from('<I', data, at)[0]  # policy names
+struct.pack_into('<qq', data, at + 8, 1, 1)  # features, outputs after the parameter count
+data = data[:-4]
+open(sys.argv[2], 'wb').write(bytes(data) + struct.pack('<I', zlib.crc32(data) & 0xffffffff))
+EOF
+expect 1 "takes 4 features and has 3 outputs and 67 parameters, but the checkpoint declares 1, 1 and 67" \
+  "gradsum-predict with an MLP checkpoint declaring 1 feature and 1 output" -- \
+  "$predict" --params forged_mlp.ckpt --data two_columns.csv
 
 # --- MPI: more ranks than samples, ranks that disagree --------------------------
 if [[ -n "$mpiexec" ]]; then
