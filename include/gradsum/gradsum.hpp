@@ -26,6 +26,8 @@
 #include <gradsum/data/scaling.hpp>
 #include <gradsum/data/split.hpp>
 
+#include <gradsum/linalg/gemm.hpp>
+
 #include <gradsum/loss/binary_cross_entropy.hpp>
 #include <gradsum/loss/softmax_cross_entropy.hpp>
 #include <gradsum/loss/squared_error.hpp>

@@ -15,6 +15,9 @@
 /// - GRADSUM_SIMD_AVX2_COPY: x86-64 builds that do not target AVX2 carry
 ///   copies of the Reproducible deposit compiled for AVX2 (and FMA), run
 ///   where the processor has them.
+/// - GRADSUM_SIMD_VECTORS: GCC/Clang vector extensions in host code
+///   (compiled by GCC or Clang itself, not through nvcc), for the built-in
+///   gemm's micro-tiles.
 /// - GRADSUM_SIMD_LANES: the Reproducible rank-one deposit keeps bins in
 ///   GCC/Clang vector registers (eight doubles with AVX-512, four with
 ///   AVX2, or four in the AVX2 copy); GRADSUM_SIMD_LANES_TARGET is the
@@ -42,6 +45,7 @@
 
 #if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__HIPCC__) && \
     !defined(__SYCL_DEVICE_ONLY__) && !defined(__NVCOMPILER)
+#define GRADSUM_SIMD_VECTORS 1
 #if defined(__AVX512F__) || defined(__AVX2__)
 #define GRADSUM_SIMD_LANES 1
 #define GRADSUM_SIMD_LANES_TARGET

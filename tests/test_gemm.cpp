@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// gemm() and the built-in tiled kernels (host micro-tiles and team tiles)
+// against a triple loop in long double, for every transpose, float and
+// double, sizes that are and are not multiples of the tiles (and past one
+// chunk of k), alpha and beta (beta = 0 must not read C: it holds NaN).
+
+#include "test_helpers.hpp"
+
+#include <gradsum/linalg/gemm.hpp>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace gradsum_test;
+
+namespace {
+
+template <class Scalar, class Space>
+using Matrix = Kokkos::View<Scalar**, Kokkos::LayoutRight, typename Space::memory_space>;
+
+template <class Scalar, class Space>
+Matrix<Scalar, Space> random_matrix(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+  Matrix<Scalar, Space> m("m", rows, cols);
+  auto h = Kokkos::create_mirror_view(m);
+  const auto v = random_vector(std::size_t(rows * cols), seed);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) h(i, j) = Scalar(v[std::size_t(i * cols + j)]);
+  Kokkos::deep_copy(m, h);
+  return m;
+}
+
+// The largest |C - reference| over the entries, relative to the largest
+// |alpha| sum_k |op(A)_ik op(B)_kj| + |beta C_ij| (the scale of the
+// rounding error).
+template <class View>
+double relative_error(char ta, char tb, double alpha, const View& A, const View& B, double beta,
+                      const std::vector<double>& c_before, const View& C) {
+  auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), A);
+  auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), B);
+  auto c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), C);
+  const std::size_t M = c.extent(0), N = c.extent(1);
+  const std::size_t K = ta == 'N' ? a.extent(1) : a.extent(0);
+  double worst = 0, scale = 0;
+  for (std::size_t i = 0; i < M; ++i)
+    for (std::size_t j = 0; j < N; ++j) {
+      long double sum = 0, mag = 0;
+      for (std::size_t k = 0; k < K; ++k) {
+        const long double x = ta == 'N' ? a(i, k) : a(k, i);
+        const long double y = tb == 'N' ? b(k, j) : b(j, k);
+        sum += x * y;
+        mag += std::fabs(double(x * y));
+      }
+      const long double before = beta == 0 ? 0 : c_before[i * N + j];
+      const long double want = alpha * sum + beta * before;
+      worst = std::fmax(worst, std::fabs(double(c(i, j) - want)));
+      scale = std::fmax(scale, double(std::fabs(alpha) * mag + std::fabs(beta * before)));
+    }
+  return scale > 0 ? worst / scale : worst;
+}
+
+enum class Kernel { dispatch, host_tiles, team_tiles };
+
+template <class Scalar, class Space>
+void check_product(Kernel kernel, char ta, char tb, std::int64_t M, std::int64_t N,
+                   std::int64_t K, double alpha, double beta) {
+  const auto A = ta == 'N' ? random_matrix<Scalar, Space>(M, K, 1) : random_matrix<Scalar, Space>(K, M, 1);
+  const auto B = tb == 'N' ? random_matrix<Scalar, Space>(K, N, 2) : random_matrix<Scalar, Space>(N, K, 2);
+  auto C = random_matrix<Scalar, Space>(M, N, 3);
+  std::vector<double> before(std::size_t(M * N));
+  {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), C);
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) before[std::size_t(i * N + j)] = double(h(i, j));
+    if (beta == 0) Kokkos::deep_copy(C, std::numeric_limits<Scalar>::quiet_NaN());
+  }
+  const Space space;
+  if (kernel == Kernel::dispatch)
+    gradsum::gemm(space, ta, tb, Scalar(alpha), A, B, Scalar(beta), C);
+  else
+    gradsum::detail::tiled_gemm(space, ta == 'T', tb == 'T', Scalar(alpha), A, B, Scalar(beta),
+                                C, M, N, K, kernel == Kernel::team_tiles);
+  space.fence();
+  INFO("kernel " << int(kernel) << " " << ta << tb << " M " << M << " N " << N << " K " << K
+                 << " alpha " << alpha << " beta " << beta);
+  // K values rounded once each, and the final alpha and beta.
+  const double eps = std::numeric_limits<Scalar>::epsilon();
+  CHECK(relative_error(ta, tb, alpha, A, B, beta, before, C) <= 4 * eps * double(K + 2));
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("gemm: every transpose against a triple loop", Space, gemm_products) {
+  const std::int64_t sizes[][3] = {{1, 1, 1},  {6, 16, 8},   {7, 17, 9},    {37, 23, 300},
+                                   {64, 10, 4096 / 8}, {2, 33, 1}, {13, 64, 257}, {3, 5, 0},
+                                   {10, 65, 1100}, {1, 37, 1024}};  // (k over several chunks)
+  for (Kernel kernel : {Kernel::dispatch, Kernel::host_tiles, Kernel::team_tiles})
+    for (const char* t : {"NN", "TN", "NT", "TT"})
+      for (const auto& s : sizes) {
+        check_product<double, Space>(kernel, t[0], t[1], s[0], s[1], s[2], 1.0, 0.0);
+        check_product<float, Space>(kernel, t[0], t[1], s[0], s[1], s[2], 1.0, 0.0);
+        check_product<double, Space>(kernel, t[0], t[1], s[0], s[1], s[2], -0.5, 1.0);
+        check_product<float, Space>(kernel, t[0], t[1], s[0], s[1], s[2], 2.0, 0.25);
+      }
+}
+TEST_CASE_TEMPLATE_APPLY(gemm_products, Spaces);
+
+TEST_CASE("gemm: mismatched sizes and transposes are errors that name them") {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  const auto A = random_matrix<double, Space>(3, 4, 1);
+  const auto B = random_matrix<double, Space>(5, 2, 2);
+  auto C = random_matrix<double, Space>(3, 2, 3);
+  CHECK_THROWS_WITH_AS(gradsum::gemm(Space(), 'N', 'N', 1.0, A, B, 0.0, C),
+                       "gradsum::gemm: op(A) is 3 x 4, op(B) 5 x 2 and C 3 x 2; expected M x K, "
+                       "K x N and M x N",
+                       gradsum::Error);
+  CHECK_THROWS_WITH_AS(gradsum::gemm(Space(), 'C', 'N', 1.0, A, B, 0.0, C),
+                       "gradsum::gemm: transa must be 'N' or 'T', got 'C'", gradsum::Error);
+  const std::string which = gradsum::gemm_implementation();
+  CHECK((which == "kokkos-kernels" || which == "built-in"));
+  CHECK(which == (GRADSUM_ENABLE_KOKKOS_KERNELS ? "kokkos-kernels" : "built-in"));
+}
