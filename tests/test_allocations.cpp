@@ -158,6 +158,25 @@ TEST_CASE_TEMPLATE_DEFINE("a reproducible step allocates nothing after construct
 }
 TEST_CASE_TEMPLATE_APPLY(no_allocations_reproducible, Spaces);
 
+TEST_CASE_TEMPLATE_DEFINE("a layer-wise step allocates nothing after construction", Space,
+                          no_allocations_layerwise) {
+  // Its panels live in the workspace the step allocated when it was built.
+  using Memory = typename Space::memory_space;
+  using Data = gradsum::Dataset<double, Memory>;
+  gradsum::MiniBatchSampler<Memory> sampler(64, 16, 5);
+  const auto classes = random_problem(64, 8, Kind::multiclass, 3, 13);
+  const auto data = Data::from_host(classes.n, classes.d, classes.x, classes.y);
+  const gradsum::MLP net(8, {24, 7}, 3, gradsum::Activation::tanh);
+  check_allocations(gradsum::make_step<double>(Space(), net, gradsum::SoftmaxCrossEntropy{},
+                                               gradsum::Adam{}, gradsum::Objective{0.01}),
+                    data, sampler);
+  check_allocations(gradsum::make_step<double>(Space(), gradsum::Softmax(8, 3),
+                                               gradsum::SoftmaxCrossEntropy{}, gradsum::Adam{},
+                                               gradsum::Objective{0.01}),
+                    data, sampler);
+}
+TEST_CASE_TEMPLATE_APPLY(no_allocations_layerwise, Spaces);
+
 TEST_CASE_TEMPLATE_DEFINE("a wide step allocates nothing after its first on the chunked path", Space,
                           no_allocations_chunked) {
   // The path a GPU takes for accumulators wider than 1 KiB, forced here on
@@ -179,8 +198,10 @@ TEST_CASE_TEMPLATE_DEFINE("a wide step allocates nothing after its first on the 
     }
     check_allocations(std::move(step), data, sampler);
   };
-  // 8-24(tanh)-3: 8*24+24 + 24*3+3 = 291 parameters.
-  const gradsum::MLP net(8, {24}, 3, gradsum::Activation::tanh);
+  // 8-24(tanh)-3: 8*24+24 + 24*3+3 = 291 parameters, per sample (the
+  // layer-wise path has no per-sample accumulators).
+  gradsum::MLP net(8, {24}, 3, gradsum::Activation::tanh);
+  net.layerwise = false;
   const auto classes = random_problem(64, 8, Kind::multiclass, 3, 11);
   const auto mlp_data = Data::from_host(classes.n, classes.d, classes.x, classes.y);
   auto mlp_step = [&](const auto& reduction) {

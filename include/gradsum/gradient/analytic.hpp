@@ -6,6 +6,7 @@
 #include <gradsum/core/prefetch.hpp>
 #include <gradsum/core/requirements.hpp>
 #include <gradsum/data/rows.hpp>
+#include <gradsum/gradient/detail/layerwise.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
 #include <gradsum/reduction/detail/rank_one_block.hpp>
 
@@ -321,7 +322,11 @@ struct RankOneBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
 /// The exact gradient from the model's backward pass (backpropagation).
 ///
 /// For each selected sample: z = forward(theta, x), dz = dl/dz(z, y),
-/// g += dz . dz/dtheta. Cost: one pass over the selected rows.
+/// g += dz . dz/dtheta. Cost: one pass over the selected rows. Dense models
+/// (MLP, Softmax) with the Sum reduction take the layer-wise path instead,
+/// the whole batch through each layer in matrix products
+/// (gradient/detail/layerwise.hpp), in the room of the workspace beyond
+/// workspace_size(P) that a step adds for it (layerwise_workspace_size).
 struct Analytic {
   /// Short name used in messages and command lines.
   static const char* name() { return "analytic"; }
@@ -336,11 +341,18 @@ struct Analytic {
             class Theta, class Data, class Rows, class Out, class Work>
   void sum(const ExecutionSpace& space, const Model& model, const Loss& loss,
            const Reduction& reduction, const Theta& theta, const Data& data,
-           const Rows& rows, const Out& out, const Work& /*work*/) const {
+           const Rows& rows, const Out& out, const Work& work) const {
     using Scalar = typename Data::scalar_type;
     using X = typename Data::features_view;
     using Y = typename Data::targets_view;
     const int P = model.num_parameters();
+    if constexpr (detail::has_dense_layers<Model>::value) {
+      if (detail::takes_layerwise_path(model, reduction) &&
+          (work.extent(0) > 0 || !detail::within_per_sample_limits(model))) {
+        detail::layerwise_sum(space, model, loss, theta, data, rows, out, work);
+        return;
+      }
+    }
     const detail::PerSample<Model, Loss, Scalar, X, Y, Rows> common{
         model, loss, theta.data(), data.features(), data.targets(), rows};
     if constexpr (detail::has_block_gradient<Model, Loss, Scalar>::value &&

@@ -59,6 +59,25 @@ struct SoftmaxCrossEntropy {
     dz[static_cast<int>(y)] -= Scalar(1);
   }
 
+  /// value() and derivative() at once, sharing the exponentials: the same
+  /// operations in the same order, so the same bits as the two calls.
+  template <class Scalar>
+  KOKKOS_FUNCTION static Scalar value_and_derivative(const Scalar* z, int num_outputs, Scalar y,
+                                                     Scalar* dz) {
+    const Scalar m = max_logit(z, num_outputs);
+    Scalar s = 0;
+    for (int c = 0; c < num_outputs; ++c) {
+      dz[c] = math::exp(z[c] - m);
+      s += dz[c];
+    }
+    const int label = static_cast<int>(y);
+    const Scalar value = m + math::log(s) - z[label];
+    const Scalar inv = Scalar(1) / s;
+    for (int c = 0; c < num_outputs; ++c) dz[c] *= inv;
+    dz[label] -= Scalar(1);
+    return value;
+  }
+
   /// Writes the C x C matrix d^2 l / dz^2 = diag(p) - p p^T, p = softmax(z),
   /// row-major into `d2` .
   template <class Scalar>

@@ -4,6 +4,8 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
+#include <gradsum/model/activation.hpp>
+#include <gradsum/model/detail/dense_layers.hpp>
 
 #include <cstdint>
 #include <string>
@@ -14,13 +16,14 @@
 #define GRADSUM_MLP_MAX_LAYERS 16
 #endif
 #ifndef GRADSUM_MLP_MAX_WIDTH
-/// Largest width of a hidden or output layer (the input may be wider).
+/// The per-sample path's widest hidden or output layer (the input may be
+/// wider); the layer-wise path has no such limit.
 #define GRADSUM_MLP_MAX_WIDTH 256
 #endif
 #ifndef GRADSUM_MLP_MAX_UNITS
-/// Largest total number of hidden and output units: every thread keeps
-/// the activations of one sample (GRADSUM_MLP_BLOCK samples on the batched
-/// path) on its stack.
+/// The per-sample path's largest total of hidden and output units: every
+/// thread keeps the activations of one sample (GRADSUM_MLP_BLOCK samples
+/// on the batched path) on its stack.
 #define GRADSUM_MLP_MAX_UNITS 1024
 #endif
 #ifndef GRADSUM_MLP_BLOCK
@@ -29,57 +32,7 @@
 #endif
 
 namespace gradsum {
-
-/// Activation function of a hidden layer.
-enum class Activation { identity, relu, tanh, sigmoid };
-
-/// "identity", "relu", "tanh" or "sigmoid".
-inline const char* activation_name(Activation a) {
-  switch (a) {
-    case Activation::relu: return "relu";
-    case Activation::tanh: return "tanh";
-    case Activation::sigmoid: return "sigmoid";
-    case Activation::identity: break;
-  }
-  return "identity";
-}
-
-/// The activation called `name`; throws gradsum::Error naming the choices.
-inline Activation parse_activation(const std::string& name) {
-  for (Activation a : {Activation::identity, Activation::relu, Activation::tanh,
-                       Activation::sigmoid})
-    if (name == activation_name(a)) return a;
-  detail::fail("gradsum::parse_activation: unknown activation '", name,
-               "'; choose identity, relu, tanh or sigmoid");
-}
-
 namespace detail {
-
-/// f(z).
-template <class Scalar>
-KOKKOS_INLINE_FUNCTION Scalar activate(Activation a, Scalar z) {
-  switch (a) {
-    case Activation::relu: return z > Scalar(0) ? z : Scalar(0);
-    case Activation::tanh: return math::tanh(z);
-    // e^{-z} overflows to +inf for very negative z, giving exactly 0.
-    case Activation::sigmoid: return Scalar(1) / (Scalar(1) + math::exp(-z));
-    case Activation::identity: break;
-  }
-  return z;
-}
-
-/// f'(z) written through the activation's value f(z), which is all the
-/// backward pass keeps (relu: f(z) > 0 exactly when z > 0).
-template <class Scalar>
-KOKKOS_INLINE_FUNCTION Scalar activation_slope(Activation a, Scalar fz) {
-  switch (a) {
-    case Activation::relu: return fz > Scalar(0) ? Scalar(1) : Scalar(0);
-    case Activation::tanh: return Scalar(1) - fz * fz;
-    case Activation::sigmoid: return fz * (Scalar(1) - fz);
-    case Activation::identity: break;
-  }
-  return Scalar(1);
-}
 
 /// A stand-in loss whose derivative is given: backward(theta, x, dz, g)
 /// runs the fused pass with dl/dz = dz.
@@ -109,18 +62,21 @@ struct GivenDerivative {
 /// weights(theta, l) and bias(theta, l) are views of those blocks. Biases
 /// are not regularised.
 ///
-/// Two ways to the same gradient: per sample (the reference and the
-/// default), and batched, blocks of GRADSUM_MLP_BLOCK samples pushed through
-/// each layer together so that a layer's weights are reused from cache
-/// across the block. The Analytic gradient takes the batched path on host
-/// spaces when `batched` is true and the reduction does not need each
-/// sample's contribution on its own (Reproducible does). It is opt-in: a
-/// layer's weights already stay in cache between samples, so it gains
-/// little (docs/performance.md).
+/// Three ways to the same gradient. The layer-wise path (the default,
+/// `layerwise`): the whole batch through each layer in matrix products
+/// (gemm, linalg/gemm.hpp), on every backend, for the Analytic gradient
+/// with the Sum reduction. The per-sample path (the reference, and the one
+/// Compensated and Reproducible sums take): forward and backward one
+/// sample at a time. And batched, blocks of GRADSUM_MLP_BLOCK samples
+/// through the per-sample arithmetic on host spaces (`batched`, with
+/// `layerwise` false; it gains little: docs/performance.md).
 ///
-/// Limits (compile-time, per-thread stack): GRADSUM_MLP_MAX_LAYERS layers,
-/// GRADSUM_MLP_MAX_WIDTH units per layer and GRADSUM_MLP_MAX_UNITS units in
-/// all; define the macros before including gradsum to change them.
+/// Limits: GRADSUM_MLP_MAX_LAYERS layers. The per-sample and batched paths
+/// (per-thread stack arrays) also limit layers to GRADSUM_MLP_MAX_WIDTH
+/// units and the network to GRADSUM_MLP_MAX_UNITS units in all; a step
+/// that would take them with a larger network says so when it is built
+/// (within_per_sample_limits()). Define the macros before including
+/// gradsum to change them.
 class MLP {
  public:
   static constexpr int max_layers = GRADSUM_MLP_MAX_LAYERS;
@@ -162,24 +118,58 @@ class MLP {
     std::int64_t params = 0, units = 0;
     for (int l = 0; l < layers_; ++l) {
       const int out = width_[l + 1];
-      if (out < 1 || out > max_width)
+      if (out < 1)
         detail::fail("gradsum::MLP: layer ", l + 1, " has width ", out,
-                     "; widths must be in [1, ", max_width, "] (GRADSUM_MLP_MAX_WIDTH)");
+                     "; widths must be at least 1");
       offset_[l] = params;
-      unit_offset_[l] = int(units);
+      unit_offset_[l] = units <= max_units ? int(units) : max_units;
       params += std::int64_t(width_[l]) * out + out;
       units += out;
+      if (params > std::int64_t(2147483647)) break;
     }
-    if (units > max_units)
-      detail::fail("gradsum::MLP: ", units, " hidden and output units exceed the limit of ",
-                   max_units, " (GRADSUM_MLP_MAX_UNITS)");
     if (params > std::int64_t(2147483647))
-      detail::fail("gradsum::MLP: ", params, " parameters do not fit an int");
+      detail::fail("gradsum::MLP: ", describe_widths(num_features, hidden, num_outputs),
+                   " has more parameters than an int holds (2147483647)");
+    units_ = units;
+    for (int l = 1; l <= layers_; ++l) widest_ = width_[l] > widest_ ? width_[l] : widest_;
     offset_[layers_] = params;
   }
 
   /// Short name used in messages.
   static const char* name() { return "mlp"; }
+
+  /// Whether the gradient takes the layer-wise path where it can (the
+  /// Analytic gradient with the Sum reduction); false: per sample.
+  bool layerwise = true;
+
+  /// Whether the per-sample and batched paths can take this network: every
+  /// layer at most max_width units wide and max_units units in all.
+  bool within_per_sample_limits() const {
+    return widest_ <= max_width && units_ <= max_units;
+  }
+  /// Why within_per_sample_limits() is false, for messages.
+  std::string per_sample_limits() const {
+    return detail::concat("the per-sample path takes layers of at most ", max_width,
+                          " units (GRADSUM_MLP_MAX_WIDTH) and ", max_units,
+                          " units in all (GRADSUM_MLP_MAX_UNITS); ", describe(), " has ",
+                          units_, " units");
+  }
+
+  /// The layers for the layer-wise path.
+  detail::DenseLayers<max_layers> dense_layers() const {
+    detail::DenseLayers<max_layers> d;
+    d.count = layers_;
+    for (int l = 0; l < layers_; ++l) {
+      detail::DenseLayer& layer = d.layer[l];
+      layer.inputs = width_[l];
+      layer.outputs = width_[l + 1];
+      layer.weights = offset_[l];
+      layer.bias = bias_offset(l);
+      layer.form = detail::DenseForm::weights_then_bias;
+      layer.activation = activation_[l];
+    }
+    return d;
+  }
   /// Input width d.
   KOKKOS_FUNCTION int num_features() const { return width_[0]; }
   /// Width of the output layer.
@@ -332,11 +322,25 @@ class MLP {
   }
 
  private:
+  static std::string describe_widths(int d, const std::vector<int>& hidden, int k) {
+    std::string s = std::to_string(d);
+    for (int h : hidden) {
+      s += '-';
+      s += std::to_string(h);
+    }
+    s += '-';
+    s += std::to_string(k);
+    return s;
+  }
+
   // Forward pass of m <= B samples keeping every layer's outputs: layer l's
   // outputs for sample s at acts[B unit_offset_[l] + s width_[l + 1]].
   template <int B, class Scalar>
   KOKKOS_FUNCTION void forward_block(const Scalar* theta, const Scalar* const* xs, int m,
                                      Scalar* acts) const {
+    // Steps refuse such networks on these paths when they are built.
+    if (units_ > max_units || widest_ > max_width)
+      Kokkos::abort("gradsum::MLP: the network is beyond the per-sample path's limits");
     // The outputs are written below; cleared so that compilers need not
     // prove it (-Wmaybe-uninitialized).
     Scalar* z = acts + B * unit_offset_[layers_ - 1];
@@ -413,6 +417,8 @@ class MLP {
   }
 
   int layers_ = 0;
+  std::int64_t units_ = 0;
+  int widest_ = 0;  // the widest hidden or output layer
   int width_[max_layers + 1] = {};
   Activation activation_[max_layers] = {};
   std::int64_t offset_[max_layers + 1] = {};

@@ -3,6 +3,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/model/detail/dense_layers.hpp>
 
 namespace gradsum {
 
@@ -12,6 +13,11 @@ namespace gradsum {
 /// regression. Parameters are laid out output by output:
 /// [w_0, b_0, w_1, b_1, …], each w_c of length d; biases are not
 /// regularised.
+///
+/// The Analytic gradient with the Sum reduction takes the layer-wise path
+/// (`layerwise`, the default): the batch's logits and gradient in two
+/// matrix products (gradient/detail/layerwise.hpp); other reductions, and
+/// `layerwise` false, take the per-sample path.
 class Softmax {
  public:
   /// A model for `num_features` >= 1 inputs and `num_classes` >= 2 outputs.
@@ -30,6 +36,20 @@ class Softmax {
 
   /// Short name used in messages.
   static const char* name() { return "softmax"; }
+
+  /// Whether the gradient takes the layer-wise path where it can.
+  bool layerwise = true;
+
+  /// Its one layer for the layer-wise path: C rows of (w_c, b_c).
+  detail::DenseLayers<1> dense_layers() const {
+    detail::DenseLayers<1> d;
+    d.count = 1;
+    d.layer[0].inputs = d_;
+    d.layer[0].outputs = c_;
+    d.layer[0].weights = 0;
+    d.layer[0].form = detail::DenseForm::rows_with_bias;
+    return d;
+  }
   /// Input width d.
   KOKKOS_FUNCTION int num_features() const { return d_; }
   /// C outputs, one per class.

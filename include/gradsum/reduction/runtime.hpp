@@ -27,6 +27,9 @@ struct RuntimeReduction {
   static constexpr bool rank_one_blocks = true;
   /// ... and does while this is true.
   bool bins() const { return kind == Kind::reproducible; }
+  /// Whether it sums plainly (Sum): dense models may then take the
+  /// layer-wise path.
+  bool plain() const { return kind == Kind::sum; }
 
   /// "sum", "compensated" or "reproducible".
   const char* name() const {

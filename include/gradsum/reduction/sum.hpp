@@ -40,6 +40,9 @@ struct ArraySumFunctor {
 struct Sum {
   /// Short name used in messages and command lines.
   static const char* name() { return "sum"; }
+  /// Dense models' gradients may be summed by matrix products instead
+  /// (the layer-wise path): their rounding is that of a plain sum too.
+  static constexpr bool plain = true;
 
   /// Sums body(i, acc) over i in [0, n) into out(0 … width).
   ///

@@ -5,6 +5,7 @@
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
 #include <gradsum/core/requirements.hpp>
+#include <gradsum/gradient/detail/layerwise.hpp>
 
 #include <cstdint>
 
@@ -47,6 +48,10 @@ std::int64_t count_correct(const ExecutionSpace& space, const Model& model,
     detail::fail("gradsum::count_correct: theta has ", theta.extent(0),
                  " entries but model ", model.name(), " has ",
                  model.num_parameters(), " parameters");
+  // A network beyond the per-sample limits runs layer by layer.
+  if constexpr (detail::has_dense_layers<Model>::value)
+    if (!detail::within_per_sample_limits(model))
+      return detail::layerwise_count_correct(space, model, loss, theta, data);
   std::int64_t correct = 0;
   Kokkos::parallel_reduce(
       "gradsum::metrics::count_correct",

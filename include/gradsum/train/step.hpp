@@ -93,7 +93,8 @@ class Step {
     // agreement on the signature.
     std::string local_error;
     try {
-      detail::validate_step_policies(model_, loss_, optimizer_, objective_, gradient_);
+      detail::validate_step_policies(model_, loss_, optimizer_, objective_, gradient_,
+                                     reduction_);
     } catch (const Error& e) {
       local_error = e.what();
     }
@@ -102,7 +103,8 @@ class Step {
     sums_ = parameters_view("gradsum::step::sums", std::size_t(P) + Slot::size);
     gradient_view_ = parameters_view("gradsum::step::gradient", std::size_t(P));
     accumulated_ = parameters_view("gradsum::step::accumulated", std::size_t(P) + 1);
-    work_ = parameters_view("gradsum::step::workspace", gradient_.workspace_size(P));
+    work_ = parameters_view("gradsum::step::workspace",
+                            detail::step_workspace_size(gradient_, model_, reduction_));
     host_norms_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::norms");
     host_read_ = Kokkos::View<Scalar[Slot::size], Kokkos::HostSpace>("gradsum::step::read");
     host_vector_ = Kokkos::View<Scalar*, Kokkos::HostSpace>("gradsum::step::host_vector",
@@ -126,6 +128,13 @@ class Step {
 
   /// Number of parameters P.
   int num_parameters() const { return model_.num_parameters(); }
+
+  /// Whether evaluate() sums the gradient on the model's layer-wise path
+  /// (matrix products, gradient/detail/layerwise.hpp): a dense model with
+  /// `layerwise` set, the Analytic gradient and the Sum reduction.
+  bool layerwise() const {
+    return detail::step_takes_layerwise_path<Gradient>(model_, reduction_);
+  }
 
   /// A new parameter vector of length P in the step's memory space, zeros.
   parameters_view make_parameters() const {

@@ -12,6 +12,8 @@
 #include <gradsum/core/limits.hpp>
 #include <gradsum/core/requirements.hpp>
 #include <gradsum/core/signature.hpp>
+#include <gradsum/gradient/analytic.hpp>
+#include <gradsum/gradient/detail/layerwise.hpp>
 #include <gradsum/optimizer/detail/learning_rate.hpp>
 #include <gradsum/train/objective.hpp>
 
@@ -47,15 +49,38 @@ Signature step_signature(const Model& model, const Loss& loss, const Optimizer& 
   return sig;
 }
 
+/// Whether a step with these policies sums its gradient on the model's
+/// layer-wise path (gradient/detail/layerwise.hpp).
+template <class Gradient, class Model, class Reduction>
+bool step_takes_layerwise_path(const Model& model, const Reduction& reduction) {
+  return is_analytic_based<Gradient>::value && takes_layerwise_path(model, reduction);
+}
+
+/// The gradient policy's workspace, and the layer-wise path's panels where
+/// the step takes it.
+template <class Gradient, class Model, class Reduction>
+std::size_t step_workspace_size(const Gradient& gradient, const Model& model,
+                                const Reduction& reduction) {
+  return gradient.workspace_size(model.num_parameters()) +
+         (step_takes_layerwise_path<Gradient>(model, reduction)
+              ? layerwise_workspace_size(model, reduction)
+              : 0);
+}
+
 /// The run-time checks of a step's policies: the model/loss pairing, the
-/// per-sample output limit and every policy's knobs. Throws gradsum::Error.
-template <class Model, class Loss, class Optimizer, class Gradient>
+/// per-sample limits, and every policy's knobs. Throws gradsum::Error.
+template <class Model, class Loss, class Optimizer, class Gradient, class Reduction>
 void validate_step_policies(const Model& model, const Loss& loss, const Optimizer& optimizer,
-                            const Objective& objective, const Gradient& gradient) {
+                            const Objective& objective, const Gradient& gradient,
+                            const Reduction& reduction) {
   const int k = model.num_outputs();
   if (!loss.supports_outputs(k))
     fail("gradsum::Step: loss ", loss.name(), " cannot take a model with ", k,
          " output(s) (model ", model.name(), ")");
+  if (!within_per_sample_limits(model) && !step_takes_layerwise_path<Gradient>(model, reduction))
+    fail("gradsum::Step: this step would take the per-sample path, and ",
+         per_sample_limits(model), "; the layer-wise path has no such limits: train it with "
+         "the Analytic gradient, the Sum reduction and layerwise = true");
   if (k > output_capacity<Model>::value)
     fail("gradsum::Step: model ", model.name(), " has ", k,
          " outputs, more than the per-sample limit of ", output_capacity<Model>::value,
