@@ -171,8 +171,14 @@ int main(int argc, char** argv) {
     else if (c.model == "softmax" && c.loss == "softmax_cross_entropy")
       predict(gradsum::Softmax(d, k), c, table, targets, out);
     else if (c.model.compare(0, mlp.size(), mlp) == 0 &&
-             (one_output || c.loss == "softmax_cross_entropy"))
-      predict(gradsum::MLP::from_description(c.model.substr(mlp.size())), c, table, targets, out);
+             (one_output || c.loss == "softmax_cross_entropy")) {
+      const auto net = gradsum::MLP::from_description(c.model.substr(mlp.size()));
+      // It applies the network one row at a time, on the host.
+      if (!net.within_per_sample_limits())
+        gradsum::fail("'", o.params, "' holds an MLP beyond what gradsum-predict applies: ",
+                      net.per_sample_limits());
+      predict(net, c, table, targets, out);
+    }
     else
       gradsum::fail("'", o.params, "' holds model ", c.model, " with loss ", c.loss,
                     "; gradsum-predict applies linear, logistic and softmax regression "

@@ -169,12 +169,17 @@ int train(const Context& context, const Model& model, const Loss& loss,
     model_name += ' ';
     model_name += model.describe();
   }
+  // Which path the gradient takes, and for matrix products which gemm.
+  std::string path;
+  if constexpr (!std::is_same<Model, gradsum::Linear>::value)
+    path = step.layerwise() ? gradsum::concat(", matrix path (gemm ", GRADSUM_GEMM, ")")
+                            : std::string(", per-sample path");
   say("gradsum-train: %s model, %s loss, %s optimizer, %zu samples x %zu features, "
-      "%d parameters, space %s, %d rank%s, %s\n",
+      "%d parameters, space %s, %d rank%s, %s%s\n",
       model_name.c_str(), loss.name(), o.optimizer.c_str(), table.num_rows, table.num_features,
       step.num_parameters(), gradsum::space_name<Space>().c_str(), ranks,
       ranks == 1 ? "" : "s",
-      o.batch == 0 ? "full batch" : ("batch " + std::to_string(o.batch)).c_str());
+      o.batch == 0 ? "full batch" : ("batch " + std::to_string(o.batch)).c_str(), path.c_str());
   if (o.reduce != "sum" || o.aggregate != "sum")
     say("gradsum-train: reduce %s, aggregate %s over %d %s\n", o.reduce.c_str(),
         robust_rule(o).name().c_str(), ranks > 1 ? ranks : o.workers,
@@ -399,17 +404,23 @@ int run_on(const Context& context, const Aggregation& aggregation) {
   const Options& o = context.options;
   const gradsum::Table& table = context.inputs.train;
   const int d = int(table.num_features);
+  // --mlp-path: MLP and softmax regression by matrix products (the
+  // layer-wise path) or one sample at a time.
+  auto on_path = [&o](auto model) {
+    model.layerwise = o.mlp_path == "matrix";
+    return model;
+  };
   if (o.model == "mlp") {
     const auto activation = gradsum::parse_activation(o.activation);
     if (o.loss == "squared")
-      return with_optimizer<Space>(context, gradsum::MLP(d, o.hidden, 1, activation),
+      return with_optimizer<Space>(context, on_path(gradsum::MLP(d, o.hidden, 1, activation)),
                                    gradsum::SquaredError{}, aggregation);
     if (o.loss == "logistic")
-      return with_optimizer<Space>(context, gradsum::MLP(d, o.hidden, 1, activation),
+      return with_optimizer<Space>(context, on_path(gradsum::MLP(d, o.hidden, 1, activation)),
                                    gradsum::BinaryCrossEntropy{}, aggregation);
-    return with_optimizer<Space>(context,
-                                 gradsum::MLP(d, o.hidden, count_classes(table), activation),
-                                 gradsum::SoftmaxCrossEntropy{}, aggregation);
+    return with_optimizer<Space>(
+        context, on_path(gradsum::MLP(d, o.hidden, count_classes(table), activation)),
+        gradsum::SoftmaxCrossEntropy{}, aggregation);
   }
   if (o.model == "linear")
     return with_optimizer<Space>(context, gradsum::Linear(d), gradsum::SquaredError{},
@@ -417,7 +428,7 @@ int run_on(const Context& context, const Aggregation& aggregation) {
   if (o.model == "logistic")
     return with_optimizer<Space>(context, gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
                                  aggregation);
-  return with_optimizer<Space>(context, gradsum::Softmax(d, count_classes(table)),
+  return with_optimizer<Space>(context, on_path(gradsum::Softmax(d, count_classes(table))),
                                gradsum::SoftmaxCrossEntropy{}, aggregation);
 }
 

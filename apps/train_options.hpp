@@ -26,6 +26,7 @@ struct Options {
   std::vector<int> hidden;          // mlp: hidden layer widths
   std::string loss;                 // mlp: squared | logistic | softmax (default softmax)
   std::string activation = "relu";  // mlp: hidden activation
+  std::string mlp_path = "matrix";  // mlp, softmax: matrix | per-sample
   std::string init = "glorot";      // mlp: initializer
   double clip_norm = 0;             // > 0: clip the gradient norm of first-order updates
   bool diagnostics = false;         // mlp: per-layer gradient health every epoch
@@ -84,6 +85,8 @@ inline const char* usage() {
          "                         layer widths; default logistic)\n"
          "  --loss L               mlp: squared | logistic | softmax (default softmax)\n"
          "  --activation A         mlp: relu | tanh | sigmoid | identity (default relu)\n"
+         "  --mlp-path P           mlp, softmax: matrix (default: each layer over the batch\n"
+         "                         in matrix products, with --reduce sum) or per-sample\n"
          "  --init I               mlp: glorot | glorot_normal | he | he_uniform |\n"
          "                         uniform[:A] | normal[:S] | zeros | constant:V\n"
          "                         (default glorot; seeded by --seed)\n"
@@ -260,6 +263,10 @@ inline Options parse(const std::vector<std::string>& args) {
       o.loss = value();
       if (o.loss != "squared" && o.loss != "logistic" && o.loss != "softmax")
         gradsum::fail("--loss: expected squared, logistic or softmax, got '", o.loss, "'");
+    } else if (flag == "--mlp-path") {
+      o.mlp_path = value();
+      if (o.mlp_path != "matrix" && o.mlp_path != "per-sample")
+        gradsum::fail("--mlp-path: expected matrix or per-sample, got '", o.mlp_path, "'");
     } else if (flag == "--activation") {
       o.activation = value();  // checked by gradsum-train with the library's parser
     } else if (flag == "--init") {
@@ -413,6 +420,9 @@ inline Options parse(const std::vector<std::string>& args) {
     }
   }
   if (!o.help && o.data.empty()) gradsum::fail("--data FILE is required (see --help)");
+  if (o.model != "mlp" && o.model != "softmax" &&
+      std::find(args.begin(), args.end(), "--mlp-path") != args.end())
+    gradsum::fail("--mlp-path: applies to --model mlp:… and softmax, not to --model ", o.model);
   if (o.model != "mlp") {
     for (const char* mlp_only : {"--loss", "--activation", "--init", "--diagnostics"})
       if (std::find(args.begin(), args.end(), mlp_only) != args.end())

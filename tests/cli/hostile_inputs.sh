@@ -50,8 +50,9 @@ expect 2 "--schedule: expected an integer in [1, " "a cosine schedule over 0 ste
 expect 2 "--seed: expected an integer in [0, " "a negative seed" -- "$train" --data two.csv --seed -1
 expect 2 "--workers: expected an integer in [1, 1000000], got '0'" "--plan for 0 workers" -- \
   "$train" --plan --workers 0 --samples 10 --batch 1 --seconds-per-sample 1 --parameters 1
-expect 1 "layer 1 has width 1000000; widths must be in [1, " "an MLP a million units wide" -- \
-  "$train" --data two.csv --model mlp:1000000 --progress off
+expect 1 "the per-sample path takes layers of at most 256 units (GRADSUM_MLP_MAX_WIDTH)" \
+  "an MLP a million units wide on the per-sample path" -- \
+  "$train" --data two.csv --model mlp:1000000 --mlp-path per-sample --progress off
 expect 1 "--space: 'cuda' is not enabled in this build" "a space this build lacks" -- \
   "$train" --data two.csv --space cuda --progress off
 
