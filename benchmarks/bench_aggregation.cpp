@@ -15,6 +15,8 @@
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 
+#include "common.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -113,13 +115,6 @@ void paired(benchmark::State& state) {
   state.counters["bytes"] = double(bytes);
 }
 
-// Reports nothing: ranks other than 0 run the same benchmarks silently.
-class Quiet : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
-
 std::int64_t iterations_for(std::int64_t bytes) {
   return std::clamp<std::int64_t>((std::int64_t(256) << 20) / bytes, 10, 2000);
 }
@@ -133,34 +128,16 @@ std::int64_t pairs_for(std::int64_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gradsum::Environment environment(argc, argv);
-  for (std::int64_t bytes = 1 << 10; bytes <= (std::int64_t(64) << 20); bytes *= 4) {
-    const std::string size = std::to_string(bytes);
-    // Interleaved per size so that both see the same machine state.
-    benchmark::RegisterBenchmark(("raw_mpi_allreduce/" + size).c_str(), raw_mpi_allreduce)
-        ->Arg(bytes)->UseManualTime()->Iterations(iterations_for(bytes))->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark(("gradsum_allreduce/" + size).c_str(), gradsum_allreduce)
-        ->Arg(bytes)->UseManualTime()->Iterations(iterations_for(bytes))->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark(("paired/" + size).c_str(), paired)
-        ->Arg(bytes)->UseManualTime()->Iterations(pairs_for(bytes))->Unit(benchmark::kMicrosecond);
-  }
-  // Only rank 0 may write the output file (Google Benchmark truncates it
-  // on every process that is given --benchmark_out).
-  std::vector<char*> args(argv, argv + argc);
-  if (environment.rank() != 0)
-    args.erase(std::remove_if(args.begin() + 1, args.end(),
-                              [](const char* a) {
-                                return std::string(a).rfind("--benchmark_out", 0) == 0;
-                              }),
-               args.end());
-  int count = int(args.size());
-  benchmark::Initialize(&count, args.data());
-  if (environment.rank() == 0) {
-    benchmark::RunSpecifiedBenchmarks();
-  } else {
-    Quiet quiet;
-    benchmark::RunSpecifiedBenchmarks(&quiet);
-  }
-  benchmark::Shutdown();
-  return 0;
+  return gradsum_bench::run(argc, argv, [] {
+    for (std::int64_t bytes = 1 << 10; bytes <= (std::int64_t(64) << 20); bytes *= 4) {
+      const std::string size = std::to_string(bytes);
+      // Interleaved per size so that both see the same machine state.
+      benchmark::RegisterBenchmark(("raw_mpi_allreduce/" + size).c_str(), raw_mpi_allreduce)
+          ->Arg(bytes)->UseManualTime()->Iterations(iterations_for(bytes))->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("gradsum_allreduce/" + size).c_str(), gradsum_allreduce)
+          ->Arg(bytes)->UseManualTime()->Iterations(iterations_for(bytes))->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("paired/" + size).c_str(), paired)
+          ->Arg(bytes)->UseManualTime()->Iterations(pairs_for(bytes))->Unit(benchmark::kMicrosecond);
+    }
+  });
 }

@@ -13,6 +13,9 @@
 // than another; `mean_GBps` is the achieved rate over all passes. The
 // `_shuffled` cases read the rows in a shuffled order, as a mini-batch
 // drawn by MiniBatchSampler does (the reference still reads in order).
+// Softmax regression takes its layer-wise path (matrix products); its
+// per-sample path runs in the same loop: `per_sample_samples_per_s` and
+// `layerwise_speedup`.
 //
 //   bench_gradient [--benchmark_filter=REGEX] [--benchmark_out=FILE.json]
 
@@ -81,14 +84,14 @@ template <class Space, class Scalar, Kind kind, bool shuffled>
 void gradient_pass(benchmark::State& state) {
   const auto n = std::int64_t(state.range(0));
   const int d = int(state.range(1));
-  const int classes = 4;
+  const int classes = kind == Kind::softmax ? int(state.range(2)) : 2;
   const auto data = gradsum_bench::random_dataset<Space, Scalar>(
       n, d, kind == Kind::linear ? 0 : kind == Kind::softmax ? classes : 2, 7);
   const Space space;
   const double bytes = double(n) * (d + 1) * sizeof(Scalar);
   const ReadReference<Space> reference(space, std::size_t(bytes));
   double total_seconds = 0, best_seconds = 1e300, best_plain_seconds = 1e300,
-         best_ahead_seconds = 1e300;
+         best_ahead_seconds = 1e300, per_sample_seconds = 0;
   // Every row once: in order (a RowRange), or as one mini-batch of n rows
   // in a shuffled order (a RowList; the sampler's order outlives it).
   const auto rows = [&] {
@@ -102,7 +105,14 @@ void gradient_pass(benchmark::State& state) {
     auto theta = step.make_parameters();
     Kokkos::deep_copy(theta, Scalar(0.01));
     step.evaluate(theta, data, rows);  // checks the data once, warms up
+    // Softmax: its per-sample path too, in the same state of the machine.
+    auto per_sample_model = model;
+    if constexpr (kind == Kind::softmax) per_sample_model.layerwise = false;
+    auto per_sample = gradsum::make_step<Scalar>(space, per_sample_model, loss);
+    if constexpr (kind == Kind::softmax) per_sample.evaluate(theta, data, rows);
     for (auto _ : state) {
+      if constexpr (kind == Kind::softmax)
+        per_sample_seconds += seconds_of(space, [&] { per_sample.evaluate(theta, data, rows); });
       const double t = seconds_of(space, [&] { step.evaluate(theta, data, rows); });
       state.SetIterationTime(t);
       total_seconds += t;
@@ -130,16 +140,23 @@ void gradient_pass(benchmark::State& state) {
   state.counters["achieved_GBps"] = achieved / 1e9;
   state.counters["mean_GBps"] = bytes * double(state.iterations()) / total_seconds / 1e9;
   state.counters["bw_fraction"] = achieved / bandwidth;
+  if (kind == Kind::softmax) {
+    state.counters["per_sample_samples_per_s"] =
+        double(n) * double(state.iterations()) / per_sample_seconds;
+    state.counters["layerwise_speedup"] = per_sample_seconds / total_seconds;
+  }
 }
 
 template <class Space, class Scalar, Kind kind, bool shuffled = false>
-void register_case(const char* model, std::int64_t n, int d) {
+void register_case(const char* model, std::int64_t n, int d, int classes = 0) {
   const std::string name = std::string("gradient_pass/") + gradsum::space_name<Space>() + "/" +
                            (sizeof(Scalar) == 4 ? "float" : "double") + "/" + model +
                            (shuffled ? "_shuffled" : "");
   benchmark::RegisterBenchmark(name.c_str(), gradient_pass<Space, Scalar, kind, shuffled>)
-      ->Args({n, d})
-      ->ArgNames({"n", "d"})
+      ->Args(kind == Kind::softmax ? std::vector<std::int64_t>{n, d, classes}
+                                   : std::vector<std::int64_t>{n, d})
+      ->ArgNames(kind == Kind::softmax ? std::vector<std::string>{"n", "d", "classes"}
+                                       : std::vector<std::string>{"n", "d"})
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond)
       ->MinTime(0.2);
@@ -157,9 +174,11 @@ void register_all(std::tuple<Spaces...>*) {
     register_case<Space, float, Kind::logistic>("logistic", 100000, 1024);
     register_case<Space, double, Kind::linear>("linear", 1000000, 16);
     register_case<Space, float, Kind::linear>("linear", 1000000, 64);
-    register_case<Space, double, Kind::softmax>("softmax", 100000, 64);
+    register_case<Space, double, Kind::softmax>("softmax", 100000, 64, 4);
+    register_case<Space, float, Kind::softmax>("softmax", 100000, 64, 10);
+    register_case<Space, float, Kind::softmax>("softmax", 20000, 784, 10);
     register_case<Space, float, Kind::logistic, true>("logistic", 1000000, 32);
-    register_case<Space, double, Kind::softmax, true>("softmax", 100000, 64);
+    register_case<Space, double, Kind::softmax, true>("softmax", 100000, 64, 4);
   };
   (per_space(static_cast<Spaces*>(nullptr)), ...);
 }

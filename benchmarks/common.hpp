@@ -9,8 +9,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace gradsum_bench {
 
@@ -71,11 +74,21 @@ inline const char* simd_name() {
 #endif
 }
 
-/// Runs the benchmarks that `register_all()` registers, after Kokkos has
-/// started (registration may allocate Views) and before it finalizes.
+/// Reports nothing: ranks other than 0 run the same benchmarks silently.
+class Quiet : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+
+/// Runs the benchmarks that `register_all()` registers, after MPI (in a
+/// build with it) and Kokkos have started (registration may allocate
+/// Views) and before they finalize. Under mpiexec every rank runs every
+/// benchmark and rank 0 alone reports and writes --benchmark_out (Google
+/// Benchmark truncates the file on every process that is given it).
 template <class Register>
 int run(int argc, char** argv, const Register& register_all) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  gradsum::Environment environment(argc, argv);
   register_all();
 #ifdef GRADSUM_BENCH_NATIVE
   benchmark::AddCustomContext("gradsum_native", "on");
@@ -83,8 +96,22 @@ int run(int argc, char** argv, const Register& register_all) {
   benchmark::AddCustomContext("gradsum_native", "off");
 #endif
   benchmark::AddCustomContext("gradsum_simd", simd_name());
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
+  benchmark::AddCustomContext("gradsum_gemm", GRADSUM_GEMM);
+  std::vector<char*> args(argv, argv + argc);
+  if (environment.rank() != 0)
+    args.erase(std::remove_if(args.begin() + 1, args.end(),
+                              [](const char* a) {
+                                return std::string(a).rfind("--benchmark_out", 0) == 0;
+                              }),
+               args.end());
+  int count = int(args.size());
+  benchmark::Initialize(&count, args.data());
+  if (environment.rank() == 0) {
+    benchmark::RunSpecifiedBenchmarks();
+  } else {
+    Quiet quiet;
+    benchmark::RunSpecifiedBenchmarks(&quiet);
+  }
   benchmark::Shutdown();
   return 0;
 }
