@@ -153,6 +153,22 @@ TEST_CASE_TEMPLATE_DEFINE("the step takes the layer-wise path with Sum, the per-
       net, gradsum::Reproducible{}));
   CHECK_FALSE(gradsum::detail::step_takes_layerwise_path<gradsum::CentralDifference>(
       net, gradsum::Sum{}));
+  // Robust virtual workers: each part on the layer-wise path, in the room
+  // of the workspace past the parts; the median of the same parts.
+  auto median = [&](bool layerwise) {
+    MLP m = net;
+    m.layerwise = layerwise;
+    auto step = gradsum::make_step<double>(
+        Space(), m, gradsum::SoftmaxCrossEntropy{}, gradsum::SGD{}, gradsum::Objective{0.01},
+        gradsum::VirtualWorkers<>{gradsum::CoordinateMedian{}, 3}, gradsum::Sum{});
+    CHECK(step.layerwise() == layerwise);
+    step.evaluate(theta, data);
+    auto g = to_host(step.gradient());
+    return std::vector<double>(g.begin(), g.end());
+  };
+  const auto robust = median(true);
+  CHECK(distance(robust, median(false)) <= 1e-12);
+  CHECK(distance(robust, std::vector<double>(layerwise.begin(), layerwise.end() - 1)) > 1e-6);
 }
 TEST_CASE_TEMPLATE_APPLY(layerwise_step, Spaces);
 
