@@ -153,16 +153,35 @@ void for_each_entry(const Space& space, const char* label, std::int64_t m, std::
 }
 
 /// out(r, j) = x(rows(first + r), j) for j < d, and out(r, d) = 1 when
-/// `ones` (rows_with_bias). Asynchronous.
+/// `ones` (rows_with_bias). On host spaces a row per index, its source row
+/// found once, so that the copy vectorizes. Asynchronous.
 template <class Space, class X, class Rows, class Out>
 void gather_rows(const Space& space, const X& x, const Rows& rows, std::int64_t first,
                  const Out& out, bool ones) {
   using Scalar = typename Out::non_const_value_type;
-  const std::int64_t d = std::int64_t(x.extent(1));
-  for_each_entry(space, "gradsum::gradient::layerwise::gather", std::int64_t(out.extent(0)),
-                 std::int64_t(out.extent(1)), KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
-                   out(r, j) = j < d ? x(rows(first + r), j) : (ones ? Scalar(1) : Scalar(0));
-                 });
+  const char* label = "gradsum::gradient::layerwise::gather";
+  const std::int64_t d = std::int64_t(x.extent(1)), n = std::int64_t(out.extent(1));
+  const Scalar last = ones ? Scalar(1) : Scalar(0);
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                           typename Space::memory_space>::accessible) {
+    static_assert(std::is_same<typename X::array_layout, Kokkos::LayoutRight>::value,
+                  "gather_rows copies rows of a LayoutRight x");
+    Kokkos::parallel_for(
+        label,
+        Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0,
+                                                                   std::int64_t(out.extent(0))),
+        KOKKOS_LAMBDA(std::int64_t r) {
+          const auto* from = &x(rows(first + r), 0);
+          Scalar* to = &out(r, 0);
+          for (std::int64_t j = 0; j < d; ++j) to[j] = from[j];
+          if (n > d) to[d] = last;
+        });
+  } else {
+    for_each_entry(space, label, std::int64_t(out.extent(0)), n,
+                   KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
+                     out(r, j) = j < d ? x(rows(first + r), j) : last;
+                   });
+  }
 }
 
 /// z(r, j) = F(z(r, j) + b(j)), or F(z(r, j)) where b is null: the
