@@ -408,6 +408,11 @@ int run_on(const Context& context, const Aggregation& aggregation) {
   // layer-wise path) or one sample at a time.
   auto on_path = [&o](auto model) {
     model.layerwise = o.mlp_path == "matrix";
+    if constexpr (std::is_same<decltype(model), gradsum::MLP>::value)
+      if (!model.within_per_sample_limits() && (o.mlp_path != "matrix" || o.reduce != "sum"))
+        gradsum::fail("--mlp-path ", o.mlp_path, " with --reduce ", o.reduce, ": ",
+                      model.per_sample_limits(),
+                      "; --mlp-path matrix with --reduce sum has no such limits");
     return model;
   };
   if (o.model == "mlp") {
