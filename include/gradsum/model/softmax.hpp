@@ -3,7 +3,11 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/limits.hpp>
+#include <gradsum/loss/detail/value_and_derivative.hpp>
 #include <gradsum/model/detail/dense_layers.hpp>
+#include <gradsum/model/detail/linear_block.hpp>
+#include <gradsum/model/detail/row_dot.hpp>
 
 namespace gradsum {
 
@@ -39,6 +43,11 @@ class Softmax {
 
   /// Whether the gradient takes the layer-wise path where it can.
   bool layerwise = true;
+  /// Samples per block on the batched per-sample path (host spaces).
+  static constexpr int block_size = 8;
+  /// Whether the per-sample path on host spaces takes blocks of samples
+  /// (block_gradient) rather than one sample at a time.
+  bool batched = true;
 
   /// Its one layer for the layer-wise path: C rows of (w_c, b_c).
   detail::DenseLayers<1> dense_layers() const {
@@ -63,24 +72,56 @@ class Softmax {
   template <class Scalar>
   KOKKOS_FUNCTION void forward(const Scalar* theta, const Scalar* x,
                                Scalar* z) const {
-    for (int c = 0; c < c_; ++c) {
-      const Scalar* w = theta + c * (d_ + 1);
-      Scalar s = w[d_];
-      for (int j = 0; j < d_; ++j) s += w[j] * x[j];
-      z[c] = s;
-    }
+    for (int c = 0; c < c_; ++c) z[c] = detail::linear_logit(theta + c * (d_ + 1), x, d_);
   }
 
   /// g_c += dz_c * (x, 1) for every output c.
   template <class Scalar>
   KOKKOS_FUNCTION void backward(const Scalar* /*theta*/, const Scalar* x,
                                 const Scalar* dz, Scalar* g) const {
+    for (int c = 0; c < c_; ++c) detail::add_linear_gradient(dz[c], x, d_, g + c * (d_ + 1));
+  }
+
+  /// The batched per-sample path: the gradient of m <= block_size samples
+  /// xs[s], ys[s] added into g, their summed loss returned. Each piece of
+  /// a class's weights is read once for the block's logits, and each
+  /// class's row of g is read and written once per block.
+  template <class Loss, class Scalar>
+  KOKKOS_FUNCTION Scalar block_gradient(const Loss& loss, const Scalar* theta,
+                                        const Scalar* const* xs, const Scalar* ys, int m,
+                                        Scalar* g) const {
+    constexpr int B = block_size;
+    Scalar dz[B][detail::output_capacity<Softmax>::value];
+    const Scalar* x[B];
+    Scalar total = 0;
+    for (int s = 0; s < B; ++s) x[s] = xs[s < m ? s : 0];
+    Scalar z[B][detail::output_capacity<Softmax>::value];
     for (int c = 0; c < c_; ++c) {
-      Scalar* gc = g + c * (d_ + 1);
-      const Scalar r = dz[c];
-      for (int j = 0; j < d_; ++j) gc[j] += r * x[j];
-      gc[d_] += r;
+      const Scalar* w = theta + c * (d_ + 1);
+      Scalar dots[B];
+      detail::block_dots<B>(w, x, d_, dots);
+      for (int s = 0; s < B; ++s) z[s][c] = w[d_] + dots[s];
     }
+    for (int s = 0; s < B; ++s) {
+      if (s < m) {
+        total += detail::value_and_derivative(loss, z[s], c_, ys[s], dz[s]);
+      } else {
+        for (int c = 0; c < c_; ++c) dz[s][c] = 0;
+      }
+    }
+    for (int c = 0; c < c_; ++c) {
+      Scalar r[B];
+      Scalar bias = 0;
+      for (int s = 0; s < B; ++s) bias += (r[s] = dz[s][c]);
+      Scalar* gc = g + c * (d_ + 1);
+      for (int j = 0; j < d_; ++j) {
+        Scalar sum = gc[j];
+        for (int s = 0; s < B; ++s) sum += r[s] * x[s][j];
+        gc[j] = sum;
+      }
+      gc[d_] += bias;
+    }
+    return total;
   }
 
   /// H += J^T D J with D = d^2 l / dz^2 (C x C, row-major in `d2`) and

@@ -176,5 +176,62 @@ KOKKOS_INLINE_FUNCTION Scalar row_dot(const Scalar* a, const Scalar* b, int n) {
   return fold<K / 2>(s);
 }
 
+#ifdef GRADSUM_SIMD_ROW_BYTES
+/// Lane r of one half of merge_sums(a, b): lane `offset` of item r / (W/2)
+/// (items 0 … N-1 from a, N … 2N-1 from b), W lanes per item.
+template <int L, int N, int W, int Offset>
+constexpr int merge_lane(int r) {
+  const int q = r / (W / 2), k = r % (W / 2);
+  return (q < N ? 0 : L) + (q % N) * W + k + Offset;
+}
+template <int L, int N, int W, class V, int... R>
+KOKKOS_FORCEINLINE_FUNCTION V merge_sums(const V& a, const V& b,
+                                         std::integer_sequence<int, R...>) {
+  return __builtin_shufflevector(a, b, merge_lane<L, N, W, 0>(R)...) +
+         __builtin_shufflevector(a, b, merge_lane<L, N, W, W / 2>(R)...);
+}
+/// Folds B vectors of L partial sums (one sum wanted per vector) into B/L
+/// vectors of L sums each: each level adds the halves of every item and
+/// packs two vectors' items into one, so that no lane is added alone.
+template <int L, int N, int B, class V>
+KOKKOS_FORCEINLINE_FUNCTION void fold_rows(V* v) {
+  if constexpr (N < L && B > 1) {
+    for (int i = 0; i < B / 2; ++i)
+      v[i] = merge_sums<L, N, L / N>(v[2 * i], v[2 * i + 1], std::make_integer_sequence<int, L>());
+    fold_rows<L, 2 * N, B / 2>(v);
+  }
+}
+#endif
+
+/// out[s] = w . x[s] for the B rows x[s] of n values: the B rows' partial
+/// sums in B vector registers, so that each piece of w is read once for
+/// all of them and the B chains of additions overlap.
+template <int B, class Scalar>
+KOKKOS_INLINE_FUNCTION void block_dots(const Scalar* w, const Scalar* const* x, int n,
+                                       Scalar* out) {
+#ifdef GRADSUM_SIMD_ROW_BYTES
+  constexpr int L = 32 / int(sizeof(Scalar));
+  static_assert(B % L == 0, "block_dots: B must be a multiple of the lanes");
+  typedef Scalar V __attribute__((vector_size(L * sizeof(Scalar))));
+  V acc[B] = {};
+  int j = 0;
+  for (; j + L <= n; j += L) {
+    V wv;
+    __builtin_memcpy(&wv, w + j, sizeof wv);
+    for (int s = 0; s < B; ++s) {
+      V xv;
+      __builtin_memcpy(&xv, x[s] + j, sizeof xv);
+      acc[s] = multiply_add(wv, xv, acc[s]);
+    }
+  }
+  for (; j < n; ++j)
+    for (int s = 0; s < B; ++s) acc[s][0] = multiply_add(w[j], x[s][j], acc[s][0]);
+  fold_rows<L, 1, B>(acc);
+  for (int s = 0; s < B; ++s) out[s] = acc[s / L][s % L];
+#else
+  for (int s = 0; s < B; ++s) out[s] = row_dot<4>(w, x[s], n);
+#endif
+}
+
 }  // namespace detail
 }  // namespace gradsum
