@@ -255,7 +255,10 @@ bool combines_robustly(const T& policy) {
 
 /// Aggregates the step's buffer: an aggregation offering
 /// `aggregate(space, buffer, count)` combines the first `count` entries
-/// (the gradient) its own way and sums the rest (loss, count, flags).
+/// (the gradient) its own way and sums the rest (loss, count, flags); one
+/// offering `aggregate(space, buffer, count, count_at)` is also told that
+/// buffer(count_at) holds each worker's sample count (a clipping bound per
+/// sample needs it).
 template <class A, class Space, class View, class = void>
 struct has_aggregate_leading : std::false_type {};
 template <class A, class Space, class View>
@@ -263,9 +266,19 @@ struct has_aggregate_leading<A, Space, View,
                              std::void_t<decltype(std::declval<A&>().aggregate(
                                  std::declval<const Space&>(), std::declval<const View&>(),
                                  std::int64_t(0)))>> : std::true_type {};
+template <class A, class Space, class View, class = void>
+struct has_aggregate_counted : std::false_type {};
 template <class A, class Space, class View>
-void aggregate_leading(A& aggregation, const Space& space, const View& buffer, std::int64_t count) {
-  if constexpr (has_aggregate_leading<A, Space, View>::value)
+struct has_aggregate_counted<A, Space, View,
+                             std::void_t<decltype(std::declval<A&>().aggregate(
+                                 std::declval<const Space&>(), std::declval<const View&>(),
+                                 std::int64_t(0), std::int64_t(0)))>> : std::true_type {};
+template <class A, class Space, class View>
+void aggregate_leading(A& aggregation, const Space& space, const View& buffer, std::int64_t count,
+                       std::int64_t count_at) {
+  if constexpr (has_aggregate_counted<A, Space, View>::value)
+    aggregation.aggregate(space, buffer, count, count_at);
+  else if constexpr (has_aggregate_leading<A, Space, View>::value)
     aggregation.aggregate(space, buffer, count);
   else
     aggregation.aggregate(space, buffer);

@@ -407,7 +407,7 @@ class Step {
       Kokkos::deep_copy(space_, tail, host_write_);
     }
     detail::ScopedRegion region("gradsum::step::aggregate");
-    detail::aggregate_leading(aggregation_, space_, sums_, P);
+    detail::aggregate_leading(aggregation_, space_, sums_, P, P + int(Slot::count));
     return nonfinite;
   }
 
