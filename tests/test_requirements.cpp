@@ -8,6 +8,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 // A named namespace: the broken fakes are only looked at by the traits, and
 // in an unnamed one nvcc warns that their members are never referenced.
 namespace fakes {
@@ -118,14 +121,15 @@ namespace {
 const std::vector<double> forward_x = {-1.0, -0.5, 0.5, 1.0, 2.0};
 const std::vector<double> forward_y = {-3.0, -1.25, 0.75, 1.0, 0.5};
 
-// The mean squared-error gradient of z = a x + b x^2 by hand:
-// (1/n) sum (z_i - y_i) (x_i, x_i^2).
-std::vector<double> forward_gradient(double a, double b) {
+// The summed squared-error gradient of z = a x + b x^2 over rows
+// [begin, end) by hand: sum (z_i - y_i) (x_i, x_i^2).
+std::vector<double> forward_gradient(double a, double b, std::size_t begin = 0,
+                                     std::size_t end = forward_x.size()) {
   std::vector<double> g(2, 0.0);
-  for (std::size_t i = 0; i < forward_x.size(); ++i) {
+  for (std::size_t i = begin; i < end; ++i) {
     const double x = forward_x[i], r = a * x + b * x * x - forward_y[i];
-    g[0] += r * x / double(forward_x.size());
-    g[1] += r * x * x / double(forward_x.size());
+    g[0] += r * x;
+    g[1] += r * x * x;
   }
   return g;
 }
@@ -151,8 +155,27 @@ TEST_CASE("a model with forward only: CentralDifference gives its gradient and f
   const auto expected = forward_gradient(0.3, -0.2);
   auto g = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), step.gradient());
   // The loss is quadratic in theta, so central differences are exact up to
-  // rounding: about 1e-16 / 1e-5 relative.
-  for (int j = 0; j < 2; ++j) CHECK(g(j) == doctest::Approx(expected[std::size_t(j)]).epsilon(1e-8));
+  // rounding: about 1e-16 / 1e-5 relative. gradient() is the mean's.
+  for (std::size_t j = 0; j < 2; ++j)
+    CHECK(g(j) == doctest::Approx(expected[j] / 5).epsilon(1e-8));
+
+  // Virtual workers over it call no backward either: three parts of 2, 2
+  // and 1 rows, combined by the trimmed mean (k = 1 of 3: the median),
+  // times 3.
+  auto robust = gradsum::make_step<double>(
+      Space(), ForwardOnlyModel{}, gradsum::SquaredError{}, gradsum::SGD{0.05},
+      gradsum::Objective{0.0, false},
+      gradsum::VirtualWorkers<gradsum::CentralDifference>{gradsum::TrimmedMean{1}, 3, fd});
+  robust.evaluate(theta, data);
+  const std::vector<double> parts[3] = {forward_gradient(0.3, -0.2, 0, 2),
+                                        forward_gradient(0.3, -0.2, 2, 4),
+                                        forward_gradient(0.3, -0.2, 4, 5)};
+  auto sums = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), robust.sums());
+  for (std::size_t j = 0; j < 2; ++j) {
+    std::vector<double> v = {parts[0][j], parts[1][j], parts[2][j]};
+    std::sort(v.begin(), v.end());
+    CHECK(sums(j) == doctest::Approx(3 * v[1]).epsilon(1e-8));
+  }
 
   // The least-squares optimum from the normal equations
   // [sum x^2, sum x^3; sum x^3, sum x^4] (a, b) = (sum x y, sum x^2 y).
