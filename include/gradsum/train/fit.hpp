@@ -134,7 +134,8 @@ void run_phase(Aggregation& aggregation, Callback* const* callbacks, std::size_t
 /// epoch. Epoch e's mini-batch order is the seeded shuffle
 /// MiniBatchSampler(seed).shuffle(e), the same on every rank, so a run
 /// resumed from a checkpoint (options.start) continues the trajectory of
-/// the uninterrupted run exactly.
+/// the uninterrupted run exactly; a resume with another seed than the
+/// checkpoint's is refused on every rank before the first step.
 ///
 /// Each update sums `accumulate` consecutive mini-batches locally and
 /// aggregates once (Step with MicroBatches). Stops early when a stopping
