@@ -187,6 +187,22 @@ TEST_CASE_TEMPLATE_DEFINE("fit resumed from a checkpoint lands on the uninterrup
   options.start = gradsum::load_checkpoint(path, second, theta_second);
   CHECK(options.start.epoch == 2);
   options.epochs = 4;
+  // Another seed would draw other mini-batches from epoch 2 on: refused
+  // before any step, naming both seeds (and the file, when given).
+  options.seed = 5;
+  CHECK_THROWS_WITH_AS(
+      gradsum::fit(second, theta_second, data, options),
+      "gradsum::fit: the checkpoint in options.start (step 12, epoch 2) was written with seed "
+      "4, but options.seed is 5; another seed draws other mini-batches, so the run would not "
+      "continue the checkpoint's trajectory: resume with seed = 4",
+      gradsum::Error);
+  options.start_file = path;
+  const std::string named =
+      "gradsum::fit: the checkpoint '" + path + "' (step 12, epoch 2) was written with seed 4";
+  CHECK_THROWS_WITH_AS(gradsum::fit(second, theta_second, data, options),
+                       doctest::Contains(named.c_str()), gradsum::Error);
+  CHECK(second.aggregation().calls() == 0);  // nothing ran
+  options.seed = 4;
   const auto result = gradsum::fit(second, theta_second, data, options);
   CHECK(result.position.epoch == 4);
   CHECK(result.position.step == 4 * 6);

@@ -154,6 +154,21 @@ TEST_CASE("robust rules: invalid knobs are rejected with their values") {
   CHECK_FALSE(RobustRule(NormClip{std::nan("")}).check(4).empty());
   CHECK(RobustRule(CoordinateMedian{}).check(0) ==
         "gradsum::RobustRule: the number of workers must be at least 1, got 0");
+  // The median of two values is their mean, of one the value itself: no
+  // protection, so fewer than 3 workers are refused.
+  CHECK(RobustRule(CoordinateMedian{}).check(2) ==
+        "gradsum::CoordinateMedian: needs at least 3 workers, got W = 2 (the median of two "
+        "workers is their mean, so it tolerates no corrupted worker); use 3 or more workers "
+        "(MPI ranks, or VirtualWorkers parts of each batch in one process: "
+        "gradient/virtual_workers.hpp), or NormClip, which bounds every worker at any W");
+  CHECK(RobustRule(CoordinateMedian{}).check(1).rfind(
+            "gradsum::CoordinateMedian: needs at least 3 workers, got W = 1 (the median of one "
+            "worker is its own gradient, so it tolerates no corrupted worker)", 0) == 0);
+  CHECK(RobustRule(CoordinateMedian{}).check(3).empty());
+  NormClip per_sample{0.0};
+  per_sample.per_sample = true;
+  CHECK(RobustRule(per_sample).check(4) ==
+        "gradsum::NormClip: c must be positive and finite, got 0");
   CHECK_THROWS_WITH_AS(RobustRule(TrimmedMean{3}).validate(5),
                        "gradsum::TrimmedMean: k must satisfy 0 <= 2k < W = 5 (the number of "
                        "workers), got k = 3",
@@ -256,6 +271,7 @@ TEST_CASE_TEMPLATE_DEFINE("virtual workers: the step's aggregate is the rule ove
       }
       const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(p.n, p.d, p.x, p.y);
       for (int rule = 0; rule < 3; ++rule) {
+        if (Rule(rule) == Rule::median && W < 3) continue;  // refused: see the knobs' test
         const RobustRule r = make_rule(Rule(rule), (W - 1) / 2, 0.5);
         auto step = gradsum::make_step<double>(Space(), Linear(3), gradsum::SquaredError{},
                                                gradsum::SGD{}, gradsum::Objective{0.0, false},
@@ -320,4 +336,57 @@ TEST_CASE("virtual workers: bad knobs fail the step's constructor with their val
                        "gradsum::NormClip: c must be positive and finite, got -1", gradsum::Error);
   CHECK_THROWS_WITH_AS(make({CoordinateMedian{}, 0}),
                        "gradsum::VirtualWorkers: workers must be at least 1, got 0", gradsum::Error);
+  CHECK_THROWS_WITH_AS(make({CoordinateMedian{}, 2}),
+                       doctest::Contains("gradsum::CoordinateMedian: needs at least 3 workers, "
+                                         "got W = 2 (the median of two workers is their mean"),
+                       gradsum::Error);
+  CHECK_NOTHROW(make({CoordinateMedian{}, 3}));
 }
+
+TEST_CASE_TEMPLATE_DEFINE("per-sample NormClip bounds each part by c times its row count", Space,
+                          per_sample_clip) {
+  // At theta = 0 the squared-error gradient of row (x, y) of Linear(1) is
+  // -y (x, 1). Five rows over two virtual workers: parts of 3 and 2 rows.
+  //   part 0: x = 1, 1, 2 with y = -1: sum (4, 3), norm 5, 5/3 per row;
+  //   part 1: x = 0.75, 0.75 with y = -4: sum (6, 8), norm 10, 5 per row.
+  const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(
+      5, 1, {1.0, 1.0, 2.0, 0.75, 0.75}, {-1.0, -1.0, -1.0, -4.0, -4.0});
+  auto sums_with = [&](NormClip clip) {
+    auto step = gradsum::make_step<double>(Space(), Linear(1), gradsum::SquaredError{},
+                                           gradsum::SGD{}, gradsum::Objective{0.0, false},
+                                           VirtualWorkers<>{clip, 2});
+    auto theta = step.make_parameters();
+    CHECK(step.evaluate(theta, data).count == 5);
+    auto s = to_host(step.sums());
+    s.resize(2);
+    return s;
+  };
+  struct Case {
+    double c;
+    bool per_sample;
+    std::vector<double> expected;
+  };
+  const Case cases[] = {
+      // Bounds 6 and 4: part 1 alone is clipped, to (6, 8) 4/10.
+      {2.0, true, {4 + 2.4, 3 + 3.2}},
+      // Bounds 15 and 10: part 1's norm equals its bound, nothing is
+      // clipped (the plain sum).
+      {5.0, true, {10.0, 11.0}},
+      // Bounds 14.7 and 9.8: part 1 scaled by 0.98.
+      {4.9, true, {4 + 6 * 0.98, 3 + 8 * 0.98}},
+      // Bounds 3 and 2: both clipped, part 0 by 3/5 and part 1 by 2/10.
+      {1.0, true, {4 * 0.6 + 6 * 0.2, 3 * 0.6 + 8 * 0.2}},
+      // The default bound c = 2 whatever the row count: both clipped, by
+      // 2/5 and 2/10, though part 0's rows are smaller than c per row.
+      {2.0, false, {4 * 0.4 + 6 * 0.2, 3 * 0.4 + 8 * 0.2}},
+  };
+  for (const Case& k : cases) {
+    NormClip clip{k.c};
+    clip.per_sample = k.per_sample;
+    INFO(RobustRule(clip).name());
+    const auto got = sums_with(clip);
+    for (std::size_t j = 0; j < 2; ++j)
+      CHECK(got[j] == doctest::Approx(k.expected[j]).epsilon(1e-14));
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(per_sample_clip, Spaces);

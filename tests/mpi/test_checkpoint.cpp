@@ -7,6 +7,7 @@
 #include "mpi_helpers.hpp"
 
 #include <gradsum/train/checkpoint.hpp>
+#include <gradsum/train/fit.hpp>
 
 #include <mpi.h>
 #include <unistd.h>
@@ -79,6 +80,23 @@ TEST_CASE_TEMPLATE_DEFINE("MPI: 5 Adam steps, checkpoint, load, 5 steps equal 10
   REQUIRE(a.size() == b.size());
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
   CHECK(gradsum::read_checkpoint(path).ranks == mpi_size());
+
+  // fit() resuming it with another seed: every rank read the checkpoint,
+  // and every rank refuses alike, before any step.
+  auto third = make();
+  auto theta_third = third.make_parameters();
+  gradsum::FitOptions options;
+  options.batch = 9;
+  options.epochs = 3;
+  options.start = gradsum::load_checkpoint(path, third, theta_third);
+  options.start_file = path;
+  options.seed = 6;
+  const std::string expected = "rank 0: gradsum::fit: the checkpoint '" + path +
+                               "' (step 5, epoch 1) was written with seed 5, but options.seed "
+                               "is 6;";
+  CHECK_THROWS_WITH_AS(gradsum::fit(third, theta_third, data, options),
+                       doctest::Contains(expected.c_str()), gradsum::Error);
+  CHECK(third.aggregation().calls() == 0);  // refused before any step
   MPI_Barrier(MPI_COMM_WORLD);
   if (mpi_rank() == 0) std::remove(path.c_str());
 }

@@ -141,6 +141,8 @@ TEST_CASE_TEMPLATE_DEFINE("robust allreduce: 20 training steps end on the same b
   const auto p = random_problem(60, 3, Kind::binary, 1, 21);
   const auto data = gradsum::Dataset<double, Memory>::from_host(p.n, p.d, p.x, p.y);
   for (RobustRule rule : {RobustRule(CoordinateMedian{}), RobustRule(NormClip{0.5})}) {
+    // The median of one or two ranks is refused (see the knobs' test below).
+    if (rule.kind == RobustRule::Kind::median && size_of_world() < 3) continue;
     auto step = gradsum::make_step<double>(Space(), Linear(3), gradsum::BinaryCrossEntropy{},
                                            gradsum::SGD{0.5}, gradsum::Objective{},
                                            gradsum::Analytic{}, gradsum::Reproducible{},
@@ -178,9 +180,59 @@ TEST_CASE("robust allreduce: a bad or differing knob fails every rank alike") {
   CHECK_THROWS_WITH_AS(make(NormClip{-1.0}),
                        "rank 0: gradsum::NormClip: c must be positive and finite, got -1",
                        gradsum::Error);
+  // The median needs 3 ranks: below, every rank refuses alike.
+  if (W < 3) {
+    const std::string median = "rank 0: gradsum::CoordinateMedian: needs at least 3 workers, "
+                               "got W = " + std::to_string(W);
+    CHECK_THROWS_WITH_AS(make(CoordinateMedian{}), doctest::Contains(median.c_str()),
+                         gradsum::Error);
+  } else {
+    CHECK_NOTHROW(make(CoordinateMedian{}));
+  }
   if (W > 1) {
+    NormClip a{1.0}, b{1.0};
+    b.per_sample = true;
+    // Rank 1 asks for a bound per sample, the others for one per rank.
+    CHECK_THROWS_WITH_AS(make(rank_of_world() == 1 ? b : a),
+                         doctest::Contains("robust rule per sample ranges from"), gradsum::Error);
     // Rank 1 asks for another clip level: the signature check names it.
     CHECK_THROWS_WITH_AS(make(NormClip{rank_of_world() == 1 ? 2.0 : 1.0}),
                          doctest::Contains("robust rule c ranges from"), gradsum::Error);
   }
 }
+
+TEST_CASE_TEMPLATE_DEFINE("robust allreduce: per-sample NormClip bounds each rank by c times its "
+                          "shard's size", Space, per_sample_ranks) {
+  // Rank r holds a shard of r + 1 rows (x = 0.75, y = -4 s_r), whose
+  // squared-error gradient at theta = 0 is s_r (3, 4) per row: norm 5 s_r n_r
+  // for n_r = r + 1 rows, with s_r = 1 on even ranks and 2 on odd ones.
+  // With c = 7 per sample, the even ranks (5 per row) are kept and the odd
+  // ones (10 per row) are clipped to 7 n_r, whatever their shard's size.
+  const int W = size_of_world(), me = rank_of_world();
+  auto scale = [](int r) { return r % 2 ? 2.0 : 1.0; };
+  const std::int64_t n = me + 1;
+  const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(
+      n, 1, std::vector<double>(std::size_t(n), 0.75),
+      std::vector<double>(std::size_t(n), -4.0 * scale(me)));
+  NormClip clip{7.0};
+  clip.per_sample = true;
+  auto step = gradsum::make_step<double>(Space(), Linear(1), gradsum::SquaredError{},
+                                         gradsum::SGD{}, gradsum::Objective{0.0, false},
+                                         gradsum::Analytic{}, gradsum::Sum{},
+                                         RobustAllreduce(MPI_COMM_WORLD, clip));
+  auto theta = step.make_parameters();
+  CHECK(step.evaluate(theta, data).count == std::int64_t(W) * (W + 1) / 2);
+  // By hand: sum over ranks of (3, 4) n_r, times 7/5 on odd ranks.
+  double expected_w = 0, expected_b = 0;
+  for (int r = 0; r < W; ++r) {
+    const double kept = r % 2 ? 7.0 / 5.0 : 1.0;
+    expected_w += 3 * (r + 1) * kept;
+    expected_b += 4 * (r + 1) * kept;
+  }
+  const auto s = to_host(step.sums());
+  INFO(W << " ranks");
+  CHECK(s[0] == doctest::Approx(expected_w).epsilon(1e-14));
+  CHECK(s[1] == doctest::Approx(expected_b).epsilon(1e-14));
+  CHECK(same_on_every_rank(s));
+}
+TEST_CASE_TEMPLATE_APPLY(per_sample_ranks, Spaces);

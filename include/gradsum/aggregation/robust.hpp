@@ -25,7 +25,11 @@ namespace gradsum {
 
 /// Coordinate-wise median of the worker gradients, times the number of
 /// workers W (for even W, the mean of the two middle values). Tolerates up
-/// to ceil(W/2) - 1 arbitrarily corrupted workers per coordinate.
+/// to ceil(W/2) - 1 arbitrarily corrupted workers per coordinate, which is
+/// none for W <= 2 (the median of two values is their mean): it needs at
+/// least 3 workers, and is refused below that (RobustRule::check). With
+/// fewer ranks, split each rank's batch into virtual workers
+/// (gradient/virtual_workers.hpp).
 struct CoordinateMedian {};
 
 /// Per coordinate, drops the k largest and the k smallest worker values
@@ -36,14 +40,29 @@ struct TrimmedMean {
   int k = 1;
 };
 
-/// Scales each worker's gradient down to Euclidean norm c when it is
-/// longer, then sums: one worker can move the aggregate by at most c.
-/// c is in units of one worker's *summed* gradient (the same units as the
-/// plain sum); the result equals the plain sum while no worker's norm
-/// exceeds c. Needs c > 0 and finite.
+/// Scales each worker's gradient down to Euclidean norm b when it is
+/// longer, then sums: one worker can move the aggregate by at most b. The
+/// result equals the plain sum while no worker's norm exceeds its b.
+///
+/// By default b = c, in units of one worker's *summed* gradient (the same
+/// units as the plain sum), so the right c grows with the samples a worker
+/// holds. With `per_sample`, b = c n_w for a worker holding n_w samples of
+/// this step: c is then a norm per sample, and one c serves every shard
+/// and batch size (a worker with no samples keeps its zero gradient).
+///
+/// Choosing c, from a clean run: a clean worker's summed gradient over n_w
+/// samples has a norm per sample of about sqrt(||G||^2 + tr(Sigma) / n_w)
+/// (G the mean gradient, tr(Sigma) the per-sample gradient noise), both of
+/// which Step::measure_workers estimates (StepResult::gradient_norm2_estimate
+/// and noise_trace). Take its largest value over the run times a margin of
+/// 2 to 3 (times n_w without per_sample), so that clean workers are seldom
+/// clipped while a corrupted one moves the aggregate by at most b. Needs
+/// c > 0 and finite.
 struct NormClip {
-  /// Largest norm a worker's gradient keeps.
+  /// Largest norm a worker's gradient keeps (per sample with per_sample).
   double c = 1;
+  /// Whether the bound is c times the worker's sample count.
+  bool per_sample = false;
 };
 
 /// One of the combination rules (or the plain sum), chosen at run time so
@@ -57,12 +76,18 @@ struct RobustRule {
   int k = 0;
   /// NormClip's c.
   double c = 0;
+  /// NormClip's per_sample: the bound is c times each worker's sample
+  /// count, which the aggregation reads from the worker's buffer.
+  bool per_sample = false;
 
   /// The plain sum.
   RobustRule() = default;
   RobustRule(CoordinateMedian) : kind(Kind::median) {}
   RobustRule(TrimmedMean t) : kind(Kind::trimmed_mean), k(t.k) {}
-  RobustRule(NormClip n) : kind(Kind::norm_clip), c(n.c) {}
+  RobustRule(NormClip n) : kind(Kind::norm_clip), c(n.c), per_sample(n.per_sample) {}
+
+  /// Whether the rule needs each worker's sample count (per-sample NormClip).
+  bool needs_counts() const { return kind == Kind::norm_clip && per_sample; }
 
   /// Whether the rule is the plain sum.
   bool is_sum() const { return kind == Kind::sum; }
@@ -75,23 +100,30 @@ struct RobustRule {
   }
 
   /// "sum", "median", "trimmed:K" or "clip:C", as on gradsum-train's
-  /// command line.
+  /// command line ("clip:C per sample" with per_sample).
   std::string name() const {
     switch (kind) {
       case Kind::median: return "median";
       case Kind::trimmed_mean: return detail::concat("trimmed:", k);
-      case Kind::norm_clip: return detail::concat("clip:", c);
+      case Kind::norm_clip: return detail::concat("clip:", c, per_sample ? " per sample" : "");
       default: return "sum";
     }
   }
 
   /// What is wrong with the rule for `workers` workers, or "" when it can
-  /// be applied: TrimmedMean needs 0 <= 2k < W, NormClip c > 0 and finite,
-  /// every rule at least one worker.
+  /// be applied: CoordinateMedian needs W >= 3, TrimmedMean 0 <= 2k < W,
+  /// NormClip c > 0 and finite, every rule at least one worker.
   std::string check(int workers) const {
     if (workers < 1)
       return detail::concat("gradsum::RobustRule: the number of workers must be at least 1, got ",
                             workers);
+    if (kind == Kind::median && workers <= 2)
+      return detail::concat(
+          "gradsum::CoordinateMedian: needs at least 3 workers, got W = ", workers,
+          workers == 2 ? " (the median of two workers is their mean" : " (the median of one "
+          "worker is its own gradient", ", so it tolerates no corrupted worker); use 3 or more "
+          "workers (MPI ranks, or VirtualWorkers parts of each batch in one process: "
+          "gradient/virtual_workers.hpp), or NormClip, which bounds every worker at any W");
     if (kind == Kind::trimmed_mean && (k < 0 || 2 * std::int64_t(k) >= workers))
       return detail::concat("gradsum::TrimmedMean: k must satisfy 0 <= 2k < W = ", workers,
                             " (the number of workers), got k = ", k);
@@ -158,9 +190,10 @@ KOKKOS_INLINE_FUNCTION Scalar robust_coordinate(RobustRule::Kind kind, int k, Sc
 /// worker after worker in `values` (W * length entries; reordered), into
 /// out(0 … length): coordinates [0, robust) by `rule`, the rest summed in
 /// worker order. `factors` is room for W scalars (NormClip's scales,
-/// computed from the norms of the [0, robust) parts). Every coordinate is
-/// computed by one thread in a fixed order, so the result is the same bits
-/// for any thread count. Asynchronous.
+/// computed from the norms of the [0, robust) parts); for a per-sample
+/// NormClip it holds each worker's sample count on entry. Every coordinate
+/// is computed by one thread in a fixed order, so the result is the same
+/// bits for any thread count. Asynchronous.
 template <class ExecutionSpace, class Values, class Factors, class Out>
 void robust_combine(const ExecutionSpace& space, const RobustRule& rule, int W,
                     std::int64_t robust, std::int64_t length, const Values& values,
@@ -170,6 +203,7 @@ void robust_combine(const ExecutionSpace& space, const RobustRule& rule, int W,
   const int k = rule.k;
   if (kind == RobustRule::Kind::norm_clip) {
     const double c = rule.c;
+    const bool per_sample = rule.per_sample;
     Kokkos::parallel_for(
         "gradsum::aggregation::robust::norms", Kokkos::RangePolicy<ExecutionSpace>(space, 0, W),
         KOKKOS_LAMBDA(int w) {
@@ -179,7 +213,8 @@ void robust_combine(const ExecutionSpace& space, const RobustRule& rule, int W,
             squares += x * x;
           }
           const double norm = math::sqrt(squares);
-          factors(w) = Scalar(norm > c ? c / norm : 1.0);
+          const double bound = per_sample ? c * double(factors(w)) : c;
+          factors(w) = Scalar(norm > bound ? bound / norm : 1.0);
         });
   }
   Kokkos::parallel_for(

@@ -4,7 +4,8 @@
 /// Requirement traits: one trait per member of each policy contract, so
 /// that a policy missing a member is reported by a static_assert naming that
 /// member, and `is_model`, `is_loss`, … combining them. The contracts are
-/// written out at each trait below (and in docs/design.md).
+/// written out at each trait below; docs/own-model.md shows them at work
+/// on a model of one's own, and docs/design.md says where each is used.
 
 #include <gradsum/core/signature.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
@@ -106,6 +107,27 @@ struct has_workspace_size : std::false_type {};
 template <class G>
 struct has_workspace_size<G, std::void_t<decltype(std::size_t(std::declval<const G&>().workspace_size(1)))>>
     : std::true_type {};
+
+/// Whether a gradient policy calls the model's backward(): its own
+/// `static constexpr bool needs_backward`, else that of the policy it wraps
+/// (`inner_gradient`, VirtualWorkers), else true: a policy that does not
+/// say is taken to need the whole Model contract.
+template <class G, class = void>
+struct declares_needs_backward : std::false_type {};
+template <class G>
+struct declares_needs_backward<G, std::void_t<decltype(bool(G::needs_backward))>>
+    : std::true_type {};
+template <class G, class = void>
+struct wraps_gradient : std::false_type {};
+template <class G>
+struct wraps_gradient<G, std::void_t<typename G::inner_gradient>> : std::true_type {};
+template <class G>
+constexpr bool gradient_needs_backward() {
+  if constexpr (declares_needs_backward<G>::value) return G::needs_backward;
+  else if constexpr (wraps_gradient<G>::value)
+    return gradient_needs_backward<typename G::inner_gradient>();
+  else return true;
+}
 
 // Optimizer policy.
 template <class O, class = void>
@@ -233,7 +255,10 @@ bool combines_robustly(const T& policy) {
 
 /// Aggregates the step's buffer: an aggregation offering
 /// `aggregate(space, buffer, count)` combines the first `count` entries
-/// (the gradient) its own way and sums the rest (loss, count, flags).
+/// (the gradient) its own way and sums the rest (loss, count, flags); one
+/// offering `aggregate(space, buffer, count, count_at)` is also told that
+/// buffer(count_at) holds each worker's sample count (a clipping bound per
+/// sample needs it).
 template <class A, class Space, class View, class = void>
 struct has_aggregate_leading : std::false_type {};
 template <class A, class Space, class View>
@@ -241,9 +266,19 @@ struct has_aggregate_leading<A, Space, View,
                              std::void_t<decltype(std::declval<A&>().aggregate(
                                  std::declval<const Space&>(), std::declval<const View&>(),
                                  std::int64_t(0)))>> : std::true_type {};
+template <class A, class Space, class View, class = void>
+struct has_aggregate_counted : std::false_type {};
 template <class A, class Space, class View>
-void aggregate_leading(A& aggregation, const Space& space, const View& buffer, std::int64_t count) {
-  if constexpr (has_aggregate_leading<A, Space, View>::value)
+struct has_aggregate_counted<A, Space, View,
+                             std::void_t<decltype(std::declval<A&>().aggregate(
+                                 std::declval<const Space&>(), std::declval<const View&>(),
+                                 std::int64_t(0), std::int64_t(0)))>> : std::true_type {};
+template <class A, class Space, class View>
+void aggregate_leading(A& aggregation, const Space& space, const View& buffer, std::int64_t count,
+                       std::int64_t count_at) {
+  if constexpr (has_aggregate_counted<A, Space, View>::value)
+    aggregation.aggregate(space, buffer, count, count_at);
+  else if constexpr (has_aggregate_leading<A, Space, View>::value)
     aggregation.aggregate(space, buffer, count);
   else
     aggregation.aggregate(space, buffer);
@@ -279,18 +314,26 @@ bool optimizer_uses_hessian(const O& optimizer) {
 
 }  // namespace detail
 
-/// Whether M meets the Model contract for data of type S: num_features(),
-/// num_outputs(), num_parameters(), is_regularized(j), name(),
-/// forward(theta, x, z) and backward(theta, x, dz, g) on S pointers.
-/// Kernels call num_outputs(), num_parameters(), is_regularized(j),
-/// forward and backward, so those must be KOKKOS_FUNCTION (a CUDA build
-/// rejects host-only ones).
+/// Whether M meets the Model contract without the backward pass, for data
+/// of type S: num_features(), num_outputs(), num_parameters(),
+/// is_regularized(j), name() and forward(theta, x, z) on S pointers. That
+/// is all a step with the CentralDifference gradient needs. Kernels call
+/// num_outputs(), num_parameters(), is_regularized(j) and forward, so those
+/// must be KOKKOS_FUNCTION (a CUDA build rejects host-only ones).
 template <class M, class S = double>
-struct is_model
+struct is_forward_model
     : std::conjunction<detail::has_num_features<M>, detail::has_num_outputs<M>,
                        detail::has_num_parameters<M>,
                        detail::has_is_regularized<M>, detail::has_name<M>,
-                       detail::has_forward<M, S>, detail::has_backward<M, S>> {};
+                       detail::has_forward<M, S>> {};
+template <class M, class S = double>
+inline constexpr bool is_forward_model_v = is_forward_model<M, S>::value;
+
+/// Whether M meets the whole Model contract: is_forward_model and
+/// backward(theta, x, dz, g) (KOKKOS_FUNCTION), which adds dz . dz/dtheta
+/// into g. The Analytic gradient (the default) needs it.
+template <class M, class S = double>
+struct is_model : std::conjunction<is_forward_model<M, S>, detail::has_backward<M, S>> {};
 template <class M, class S = double>
 inline constexpr bool is_model_v = is_model<M, S>::value;
 
@@ -371,9 +414,12 @@ constexpr bool check_step_policies() {
   static_assert(has_forward<Model, Scalar>::value,
                 "gradsum::Step: the Model must provide `forward(const Scalar* theta, const "
                 "Scalar* x, Scalar* z) const`");
-  static_assert(has_backward<Model, Scalar>::value,
+  // Only a gradient policy that calls backward needs it (Analytic does,
+  // CentralDifference does not).
+  static_assert(!gradient_needs_backward<Gradient>() || has_backward<Model, Scalar>::value,
                 "gradsum::Step: the Model must provide `backward(const Scalar* theta, const "
-                "Scalar* x, const Scalar* dz, Scalar* g) const`");
+                "Scalar* x, const Scalar* dz, Scalar* g) const` for this Gradient policy "
+                "(Analytic); a model with forward only trains with CentralDifference");
   static_assert(has_name<Loss>::value, "gradsum::Step: the Loss must provide `name()`");
   static_assert(has_supports_outputs<Loss>::value,
                 "gradsum::Step: the Loss must provide `bool supports_outputs(int k) const`");
@@ -393,6 +439,17 @@ constexpr bool check_step_policies() {
   static_assert(has_state_size<Optimizer>::value,
                 "gradsum::Step: the Optimizer must provide `int state_size(int P) const` (the "
                 "number of P-vectors of state it keeps)");
+  // Newton (needs_hessian) solves with second derivatives; a policy that
+  // needs them only for some knobs (uses_hessian()) is refused at run time.
+  static_assert(!needs_hessian<Optimizer>::value || has_model_hessian<Model, Scalar>::value,
+                "gradsum::Step: the Optimizer needs the Hessian, so the Model must provide "
+                "`hessian(const Scalar* theta, const Scalar* x, const Scalar* d2, Scalar* H) "
+                "const` (adds J^T d2 J into the P x P matrix H); use a first-order optimizer "
+                "or LBFGS otherwise");
+  static_assert(!needs_hessian<Optimizer>::value || has_second_derivative<Loss, Scalar>::value,
+                "gradsum::Step: the Optimizer needs the Hessian, so the Loss must provide "
+                "`second_derivative(const Scalar* z, int k, Scalar y, Scalar* d2) const` (the "
+                "k x k matrix d^2 l / dz^2); use a first-order optimizer or LBFGS otherwise");
   static_assert(has_name<Gradient>::value,
                 "gradsum::Step: the Gradient policy must provide `name()`");
   static_assert(has_validate<Gradient>::value,

@@ -330,6 +330,8 @@ struct RankOneBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
 struct Analytic {
   /// Short name used in messages and command lines.
   static const char* name() { return "analytic"; }
+  /// The model must provide backward() (core/requirements.hpp).
+  static constexpr bool needs_backward = true;
   /// Analytic needs no workspace.
   static std::size_t workspace_size(int /*num_parameters*/) { return 0; }
   /// No run-time knobs to check.

@@ -32,7 +32,9 @@ struct LossBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
 ///
 /// with truncation error O(h^2) (Nocedal & Wright, Numerical Optimization,
 /// 2nd ed., sec. 8.1). Costs 2P + 1 passes over the rows; meant for
-/// checking analytic gradients and for models without a backward pass.
+/// checking analytic gradients and for models without a backward pass:
+/// it calls only the model's forward(), so a Step with it accepts a model
+/// that meets is_forward_model (no backward()).
 /// The default h = 1e-6 balances truncation against rounding for double
 /// data of moderate scale; use a larger h (about 1e-3) for float.
 struct CentralDifference {
@@ -41,6 +43,8 @@ struct CentralDifference {
 
   /// Short name used in messages and command lines.
   static const char* name() { return "central_difference"; }
+  /// Only forward() is called: the model needs no backward().
+  static constexpr bool needs_backward = false;
   /// A perturbed copy of theta plus two loss values.
   static std::size_t workspace_size(int num_parameters) {
     return std::size_t(num_parameters) + 2;

@@ -54,8 +54,8 @@ struct VirtualWorkers {
   std::size_t workspace_size(int P) const {
     return std::size_t(workers) * (std::size_t(P) + 2) + inner.workspace_size(P);
   }
-  /// Checks W and the rule's knobs (TrimmedMean: 0 <= 2k < W; NormClip:
-  /// c > 0), then the inner policy's.
+  /// Checks W and the rule's knobs (CoordinateMedian: W >= 3; TrimmedMean:
+  /// 0 <= 2k < W; NormClip: c > 0), then the inner policy's.
   void validate() const {
     if (workers < 1)
       detail::fail("gradsum::VirtualWorkers: workers must be at least 1, got ", workers);
@@ -87,6 +87,10 @@ struct VirtualWorkers {
         Kokkos::deep_copy(space, part_out, 0);
       else
         inner.sum(space, model, loss, reduction, theta, data, part, part_out, inner_work);
+      // A per-sample NormClip bounds part w by c times its row count.
+      if (rule.needs_counts())
+        Kokkos::deep_copy(space, Kokkos::subview(factors, w),
+                          typename Work::non_const_value_type(part.size()));
     }
     detail::robust_combine(space, rule, workers, P, P + 1, parts, factors, out);
   }

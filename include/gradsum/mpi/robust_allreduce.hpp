@@ -81,10 +81,18 @@ class RobustAllreduce {
   }
 
   /// Combines buffer(0 … robust) over all processes by the rule and sums
-  /// the rest, in place; every rank ends with the same bits. Fences
-  /// `space`. Blocking; collective.
+  /// the rest, in place; every rank ends with the same bits. buffer(count_at)
+  /// is each rank's sample count, which a per-sample NormClip needs (the
+  /// step passes it; without it, count_at < 0, that rule throws the same
+  /// on every rank). Fences `space`. Blocking; collective.
   template <class ExecutionSpace, class View>
-  void aggregate(const ExecutionSpace& space, const View& buffer, std::int64_t robust_count) {
+  void aggregate(const ExecutionSpace& space, const View& buffer, std::int64_t robust_count,
+                 std::int64_t count_at = -1) {
+    if (rule_.needs_counts() &&
+        !(count_at >= robust_count && count_at < std::int64_t(buffer.extent(0))))
+      detail::fail("gradsum::RobustAllreduce: a per-sample NormClip needs the position of the "
+                   "sample count in the buffer, got count_at = ", count_at, " for ",
+                   buffer.extent(0), " values, ", robust_count, " of them combined");
     if (!robust()) {
       sum_.aggregate(space, buffer);
       return;
@@ -118,6 +126,14 @@ class RobustAllreduce {
                  "MPI_Allgather");
       Kokkos::deep_copy(space, values, host);
     }
+    if (rule_.needs_counts()) {
+      // Each rank's bound is c times its own sample count.
+      const std::int64_t length = std::int64_t(n);
+      Kokkos::parallel_for(
+          "gradsum::aggregation::robust::counts",
+          Kokkos::RangePolicy<ExecutionSpace>(space, 0, int(W)),
+          KOKKOS_LAMBDA(int w) { factors(w) = values(w * length + count_at); });
+    }
     detail::robust_combine(space, rule_, int(W), robust_count, std::int64_t(n), values, factors,
                            buffer);
     space.fence();
@@ -137,6 +153,7 @@ class RobustAllreduce {
     sig.add("robust rule", std::int64_t(rule_.kind));
     sig.add("robust rule k", rule_.k);
     sig.add_bits("robust rule c", rule_.c);
+    sig.add("robust rule per sample", rule_.per_sample ? 1 : 0);
     std::string error = local_error;
     if (error.empty()) error = rule_.check(size());
     sum_.agree(sig, error);

@@ -56,9 +56,13 @@ struct FitOptions {
   std::uint64_t seed = 0;
   Sampling sampling = Sampling::global;
   StoppingRules stopping;
-  /// Where to continue from (load_checkpoint's result); its seed is ignored
-  /// in favour of `seed`, which must be the one the checkpoint was written with.
+  /// Where to continue from (load_checkpoint's result). Its seed must equal
+  /// `seed`: another seed draws other mini-batches, so the run would leave
+  /// the checkpoint's trajectory; fit() refuses that resume (see resumes()).
   TrainingPosition start;
+  /// The checkpoint file `start` came from, named in fit()'s errors
+  /// (optional).
+  std::string start_file;
   /// The loop state to continue from (a checkpoint's CheckpointData::loop,
   /// written by a Checkpointer): the stopping rules' state, then each
   /// callback's, in the order of the callbacks; it must come from a run
@@ -68,7 +72,22 @@ struct FitOptions {
   /// noise_scale), in [0, 1).
   double average_decay = 0.9;
 
+  /// Whether the options continue an earlier run: a start past the
+  /// beginning, or a loop state to restore.
+  bool resumes() const {
+    return start.step > 0 || start.epoch > 0 || start.batch > 0 || !loop.empty();
+  }
+
+  /// Throws gradsum::Error naming the option that is out of range, or a
+  /// resume whose seed differs from the checkpoint's.
   void validate() const {
+    if (resumes() && start.seed != seed)
+      detail::fail("gradsum::fit: the checkpoint ",
+                   start_file.empty() ? std::string("in options.start") : "'" + start_file + "'",
+                   " (step ", start.step, ", epoch ", start.epoch, ") was written with seed ",
+                   start.seed, ", but options.seed is ", seed, "; another seed draws other "
+                   "mini-batches, so the run would not continue the checkpoint's trajectory: "
+                   "resume with seed = ", start.seed);
     if (!(average_decay >= 0 && average_decay < 1))
       detail::fail("gradsum::fit: average_decay must be in [0, 1), got ", average_decay);
     if (epochs < 0) detail::fail("gradsum::fit: epochs must be >= 0, got ", epochs);
@@ -115,7 +134,8 @@ void run_phase(Aggregation& aggregation, Callback* const* callbacks, std::size_t
 /// epoch. Epoch e's mini-batch order is the seeded shuffle
 /// MiniBatchSampler(seed).shuffle(e), the same on every rank, so a run
 /// resumed from a checkpoint (options.start) continues the trajectory of
-/// the uninterrupted run exactly.
+/// the uninterrupted run exactly; a resume with another seed than the
+/// checkpoint's is refused on every rank before the first step.
 ///
 /// Each update sums `accumulate` consecutive mini-batches locally and
 /// aggregates once (Step with MicroBatches). Stops early when a stopping

@@ -19,6 +19,7 @@
 #include <gradsum/reduction/sum.hpp>
 #include <gradsum/train/detail/hessian.hpp>
 #include <gradsum/train/detail/input_checks.hpp>
+#include <gradsum/train/detail/step_checks.hpp>
 #include <gradsum/train/detail/step_sums.hpp>
 #include <gradsum/train/objective.hpp>
 #include <gradsum/train/update_context.hpp>
@@ -95,6 +96,7 @@ class Step {
     try {
       detail::validate_step_policies(model_, loss_, optimizer_, objective_, gradient_,
                                      reduction_);
+      detail::check_hessian_use<Scalar>(model_, loss_, optimizer_);
     } catch (const Error& e) {
       local_error = e.what();
     }
@@ -323,18 +325,10 @@ class Step {
   /// 0 stops measuring. Needs a reduction without integer bins (Sum,
   /// Compensated). Call it on every rank with the same value.
   void measure_workers(int parts_per_rank) {
-    if (parts_per_rank < 0 || parts_per_rank > (1 << 20))
-      detail::fail("gradsum::Step::measure_workers: parts_per_rank must be in [0, 2^20], got ",
-                   parts_per_rank);
-    if (parts_per_rank > 0 &&
-        (detail::combines_robustly(gradient_) || detail::combines_robustly(aggregation_)))
-      detail::fail("gradsum::Step::measure_workers: a robust combination of workers (median, "
-                   "trimmed mean, norm clipping) does not sum their gradients, so the noise "
-                   "estimates would not hold; measure with the plain sum of workers");
-    if (parts_per_rank > 0 && uses_bins())
-      detail::fail("gradsum::Step::measure_workers: the ", reduction_.name(), " reduction "
-                   "aggregates integer bins, not per-worker sums; measure with the sum or "
-                   "compensated reduction");
+    detail::check_measure_workers(
+        parts_per_rank,
+        detail::combines_robustly(gradient_) || detail::combines_robustly(aggregation_),
+        uses_bins(), reduction_.name());
     stats_.set_parts(parts_per_rank);
   }
   /// Parts per rank measure_workers() set (0: not measuring).
@@ -413,7 +407,7 @@ class Step {
       Kokkos::deep_copy(space_, tail, host_write_);
     }
     detail::ScopedRegion region("gradsum::step::aggregate");
-    detail::aggregate_leading(aggregation_, space_, sums_, P);
+    detail::aggregate_leading(aggregation_, space_, sums_, P, P + int(Slot::count));
     return nonfinite;
   }
 

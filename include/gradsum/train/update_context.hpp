@@ -8,6 +8,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/requirements.hpp>
+#include <gradsum/train/detail/step_checks.hpp>
 #include <gradsum/train/objective.hpp>
 
 #include <vector>
@@ -71,9 +72,8 @@ class UpdateContext {
     if constexpr (has_hessian) {
       return step_.hessian(point, data_, rows_);
     } else {
-      detail::fail("gradsum::Step: this optimizer needs the Hessian, which model ",
-                   step_.model().name(), " with loss ", step_.loss().name(),
-                   " does not provide");
+      throw Error(detail::missing_hessian<typename StepType::scalar_type>(
+          step_.optimizer().name(), step_.model(), step_.loss()));
     }
   }
   /// Whether the loss declares J quadratic in the outputs (squared error).

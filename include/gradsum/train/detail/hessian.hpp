@@ -88,7 +88,7 @@ class HessianSums {
       host_tail_(failed) = Scalar(1);
     }
     Kokkos::deep_copy(space, tail, host_tail_);
-    aggregate_leading(aggregation, space, sums_, std::int64_t(PP));
+    aggregate_leading(aggregation, space, sums_, std::int64_t(PP), std::int64_t(PP + count));
     Kokkos::deep_copy(space, host_, sums_);
     space.fence();
     if (host_(PP + failed) > Scalar(0)) throw Error(aggregation.first_error(local_error));
