@@ -8,6 +8,7 @@
 #include "test_helpers.hpp"
 
 #include <string>
+#include <type_traits>
 
 using namespace gradsum_test;
 
@@ -28,7 +29,10 @@ void check_softmax_paths(int d, int classes, std::int64_t n, double tolerance) {
     const char* name;
     bool layerwise, batched;
   };
-  for (const Path path : {Path{"layer-wise", true, true}, Path{"blocks of samples", false, true},
+  // The default first: on host spaces the batched path up to
+  // Softmax::block_classes classes, the layer-wise one above.
+  for (const Path path : {Path{"default", true, true}, Path{"layer-wise", true, false},
+                          Path{"blocks of samples", false, true},
                           Path{"one sample at a time", false, false}}) {
     gradsum::Softmax model(d, classes);
     model.layerwise = path.layerwise;
@@ -38,6 +42,13 @@ void check_softmax_paths(int d, int classes, std::int64_t n, double tolerance) {
                                            gradsum::Analytic{}, Reduction{});
     auto theta = step.make_parameters();
     fill(theta, theta_host);
+    const bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                                 typename Space::memory_space>::accessible;
+    const bool plain = std::is_same<Reduction, gradsum::Sum>::value;
+    const bool expect_layerwise =
+        plain && path.layerwise &&
+        !(host && path.batched && classes <= gradsum::Softmax::block_classes);
+    CHECK(step.layerwise() == expect_layerwise);
     INFO(path.name << ", " << Reduction::name() << ": d = " << d << ", C = " << classes << ", n = " << n);
 
     step.evaluate(theta, data);
@@ -65,7 +76,7 @@ TEST_CASE_TEMPLATE_DEFINE("softmax: layer-wise, batched and per-sample paths giv
                           "textbook gradient",
                           Space, softmax_paths) {
   for (int d : {1, 3, 8, 13, 69})
-    for (int classes : {2, 5, 12})
+    for (int classes : {2, 5, 12, gradsum::Softmax::block_classes + 1})
       for (std::int64_t n : {1, 7, 8, 9, 37}) {
         check_softmax_paths<double, Space, gradsum::Sum>(d, classes, n, 1e-12);
         check_softmax_paths<float, Space, gradsum::Sum>(d, classes, n, 2e-5);

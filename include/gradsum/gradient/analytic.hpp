@@ -349,7 +349,7 @@ struct Analytic {
     using Y = typename Data::targets_view;
     const int P = model.num_parameters();
     if constexpr (detail::has_dense_layers<Model>::value) {
-      if (detail::takes_layerwise_path(model, reduction) &&
+      if (detail::takes_layerwise_path<ExecutionSpace>(model, reduction) &&
           (work.extent(0) > 0 || !detail::within_per_sample_limits(model))) {
         detail::layerwise_sum(space, model, loss, theta, data, rows, out, work);
         return;

@@ -20,7 +20,10 @@ namespace gradsum {
 ///
 /// The Analytic gradient with the Sum reduction takes the layer-wise path
 /// (`layerwise`, the default): the batch's logits and gradient in two
-/// matrix products (gradient/detail/layerwise.hpp); other reductions, and
+/// matrix products (gradient/detail/layerwise.hpp). On host spaces, a
+/// model of at most block_classes classes takes its batched per-sample
+/// path instead (`batched`, the default): products that thin are slower
+/// than blocks of samples (docs/performance.md). Other reductions, and
 /// `layerwise` false, take the per-sample path.
 class Softmax {
  public:
@@ -48,6 +51,12 @@ class Softmax {
   /// Whether the per-sample path on host spaces takes blocks of samples
   /// (block_gradient) rather than one sample at a time.
   bool batched = true;
+  /// On host spaces, models of at most this many classes take the batched
+  /// path even where the layer-wise path is open to them.
+  static constexpr int block_classes = 16;
+  /// Whether, on a host space, the batched path is taken before the
+  /// layer-wise one.
+  bool prefers_blocks_on_host() const { return batched && c_ <= block_classes; }
 
   /// Its one layer for the layer-wise path: C rows of (w_c, b_c).
   detail::DenseLayers<1> dense_layers() const {

@@ -94,7 +94,7 @@ class Step {
     // agreement on the signature.
     std::string local_error;
     try {
-      detail::validate_step_policies(model_, loss_, optimizer_, objective_, gradient_,
+      detail::validate_step_policies<ExecutionSpace>(model_, loss_, optimizer_, objective_, gradient_,
                                      reduction_);
       detail::check_hessian_use<Scalar>(model_, loss_, optimizer_);
     } catch (const Error& e) {
@@ -106,7 +106,7 @@ class Step {
     gradient_view_ = parameters_view("gradsum::step::gradient", std::size_t(P));
     accumulated_ = parameters_view("gradsum::step::accumulated", std::size_t(P) + 1);
     work_ = parameters_view("gradsum::step::workspace",
-                            detail::step_workspace_size(gradient_, model_, reduction_));
+                            detail::step_workspace_size<ExecutionSpace>(gradient_, model_, reduction_));
     host_norms_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::norms");
     host_read_ = Kokkos::View<Scalar[Slot::size], Kokkos::HostSpace>("gradsum::step::read");
     host_vector_ = Kokkos::View<Scalar*, Kokkos::HostSpace>("gradsum::step::host_vector",
@@ -133,9 +133,10 @@ class Step {
 
   /// Whether evaluate() sums the gradient on the model's layer-wise path
   /// (matrix products, gradient/detail/layerwise.hpp): a dense model with
-  /// `layerwise` set, the Analytic gradient and the Sum reduction.
+  /// `layerwise` set, the Analytic gradient and the Sum reduction (and,
+  /// for Softmax on host spaces, more than Softmax::block_classes classes).
   bool layerwise() const {
-    return detail::step_takes_layerwise_path<Gradient>(model_, reduction_);
+    return detail::step_takes_layerwise_path<Gradient, ExecutionSpace>(model_, reduction_);
   }
 
   /// A new parameter vector of length P in the step's memory space, zeros.

@@ -80,11 +80,28 @@ bool sums_plainly(const R& reduction) {
   else return is_plain_reduction<R>::value;
 }
 
-/// Whether `model` takes the layer-wise path with `reduction`.
-template <class Model, class Reduction>
+/// Whether a model's batched per-sample path is the faster one on host
+/// spaces (`bool prefers_blocks_on_host() const`; Softmax with few classes).
+template <class M, class = void>
+struct has_host_block_preference : std::false_type {};
+template <class M>
+struct has_host_block_preference<
+    M, std::void_t<decltype(bool(std::declval<const M&>().prefers_blocks_on_host()))>>
+    : std::true_type {};
+
+/// Whether `model` takes the layer-wise path with `reduction` on `Space`.
+template <class Space, class Model, class Reduction>
 bool takes_layerwise_path(const Model& model, const Reduction& reduction) {
-  if constexpr (has_dense_layers<Model>::value) return model.layerwise && sums_plainly(reduction);
-  else return false;
+  if constexpr (has_dense_layers<Model>::value) {
+    if (!model.layerwise || !sums_plainly(reduction)) return false;
+    if constexpr (has_host_block_preference<Model>::value &&
+                  Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                             typename Space::memory_space>::accessible)
+      return !model.prefers_blocks_on_host();
+    return true;
+  } else {
+    return false;
+  }
 }
 
 /// Scalars of workspace per panel row (input with its column of ones,
@@ -109,12 +126,12 @@ std::int64_t layerwise_panel_rows(const Layers& layers) {
   return rows;
 }
 
-/// The workspace a step allocates for the layer-wise path of `model` with
-/// `reduction` (0 where the path does not apply).
-template <class Model, class Reduction>
+/// The workspace a step on `Space` allocates for the layer-wise path of
+/// `model` with `reduction` (0 where the path does not apply).
+template <class Space, class Model, class Reduction>
 std::size_t layerwise_workspace_size(const Model& model, const Reduction& reduction) {
   if constexpr (has_dense_layers<Model>::value) {
-    if (!takes_layerwise_path(model, reduction)) return 0;
+    if (!takes_layerwise_path<Space>(model, reduction)) return 0;
     const auto layers = model.dense_layers();
     return std::size_t(layerwise_panel_rows(layers)) * layerwise_row_scalars(layers) +
            layerwise_fixed_scalars;

@@ -49,27 +49,27 @@ Signature step_signature(const Model& model, const Loss& loss, const Optimizer& 
   return sig;
 }
 
-/// Whether a step with these policies sums its gradient on the model's
-/// layer-wise path (gradient/detail/layerwise.hpp).
-template <class Gradient, class Model, class Reduction>
+/// Whether a step on `Space` with these policies sums its gradient on the
+/// model's layer-wise path (gradient/detail/layerwise.hpp).
+template <class Gradient, class Space, class Model, class Reduction>
 bool step_takes_layerwise_path(const Model& model, const Reduction& reduction) {
-  return is_analytic_based<Gradient>::value && takes_layerwise_path(model, reduction);
+  return is_analytic_based<Gradient>::value && takes_layerwise_path<Space>(model, reduction);
 }
 
 /// The gradient policy's workspace, and the layer-wise path's panels where
 /// the step takes it.
-template <class Gradient, class Model, class Reduction>
+template <class Space, class Gradient, class Model, class Reduction>
 std::size_t step_workspace_size(const Gradient& gradient, const Model& model,
                                 const Reduction& reduction) {
   return gradient.workspace_size(model.num_parameters()) +
-         (step_takes_layerwise_path<Gradient>(model, reduction)
-              ? layerwise_workspace_size(model, reduction)
+         (step_takes_layerwise_path<Gradient, Space>(model, reduction)
+              ? layerwise_workspace_size<Space>(model, reduction)
               : 0);
 }
 
 /// The run-time checks of a step's policies: the model/loss pairing, the
 /// per-sample limits, and every policy's knobs. Throws gradsum::Error.
-template <class Model, class Loss, class Optimizer, class Gradient, class Reduction>
+template <class Space, class Model, class Loss, class Optimizer, class Gradient, class Reduction>
 void validate_step_policies(const Model& model, const Loss& loss, const Optimizer& optimizer,
                             const Objective& objective, const Gradient& gradient,
                             const Reduction& reduction) {
@@ -77,7 +77,7 @@ void validate_step_policies(const Model& model, const Loss& loss, const Optimize
   if (!loss.supports_outputs(k))
     fail("gradsum::Step: loss ", loss.name(), " cannot take a model with ", k,
          " output(s) (model ", model.name(), ")");
-  if (!within_per_sample_limits(model) && !step_takes_layerwise_path<Gradient>(model, reduction))
+  if (!within_per_sample_limits(model) && !step_takes_layerwise_path<Gradient, Space>(model, reduction))
     fail("gradsum::Step: this step would take the per-sample path, and ",
          per_sample_limits(model), "; the layer-wise path has no such limits: train it with "
          "the Analytic gradient, the Sum reduction and layerwise = true");
