@@ -223,7 +223,9 @@ GradientReport check_model_rows(const ExecutionSpace& space, const Model& model,
           return fail_with(concat("backward assigns into g instead of adding (g after a second "
                                   "call equals g after the first: g[", j, "] was ",
                                   short_number(h0[e]), ", became ", short_number(g1[e]),
-                                  ", then ", short_number(g2), "; sample ", r, at, ")"));
+                                  ", then ", short_number(g2), "; sample ", r,
+                                  options.points > 1 ? concat(", point ", p) : std::string(),
+                                  ")"));
         return fail_with(concat("backward does not add its contribution to g: for sample ", r,
                                 at, ", g[", j, "] went ", short_number(h0[e]), " -> ",
                                 short_number(g1[e]), " -> ", short_number(g2),

@@ -217,11 +217,12 @@ inline std::vector<int> spread_coordinates(int P, int count, std::uint64_t seed)
 
 inline std::string GradientReport::summary() const {
   using detail::short_number;
-  std::string out = concat("gradient check ", passed ? "passed" : "FAILED", ": ", diagnosis,
-                           "\n  checked ", coordinates.size(), " coordinate(s) at ", points,
-                           " point(s) on ", samples, " sample(s); worst error ",
-                           short_number(worst_error), ", tolerance ", short_number(tolerance),
-                           "; relative error ", short_number(relative_error));
+  std::string out = concat("gradient check ", passed ? "passed" : "FAILED", ": ", diagnosis);
+  if (points == 0)
+    return out + "\n  the gradient was not compared: an earlier check failed";
+  out += concat("\n  checked ", coordinates.size(), " coordinate(s) at ", points, " point(s) on ",
+                samples, " sample(s); worst error ", short_number(worst_error), ", tolerance ",
+                short_number(tolerance), "; relative error ", short_number(relative_error));
   for (const auto& w : worst)
     out += concat("\n  theta_", w.index, " (point ", w.point, "): analytic ",
                   short_number(w.analytic), ", numeric ", short_number(w.numeric), ", error ",
