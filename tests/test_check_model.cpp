@@ -199,6 +199,11 @@ TEST_CASE("check_model refuses bad knobs and data, naming them") {
   CHECK_THROWS_WITH_AS(check_model(Space(), model, SquaredError{}, wide),
                        "gradsum::check_model: data has 4 features but model linear expects 3",
                        gradsum::Error);
+  const auto labels = Data::from_host(2, 3, std::vector<double>(6, 0.5), {0.0, 5.5});
+  CHECK_THROWS_WITH_AS(check_model(Space(), model, BinaryCrossEntropy{}, labels),
+                       "gradsum::check_model: target 5.5 of row 1 is not valid for loss "
+                       "binary_cross_entropy with 1 output(s)",
+                       gradsum::Error);
   const auto empty = Data::from_host(0, 3, {}, {});
   CHECK_THROWS_WITH_AS(check_model(Space(), model, SquaredError{}, empty),
                        "gradsum::check_model: data has no rows; expected at least 1",

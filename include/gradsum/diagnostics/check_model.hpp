@@ -87,6 +87,52 @@ NonFinite2D first_nonfinite(const HostView& v) {
   return {};
 }
 
+/// check_model's kernels, one sample per index: forward with the loss
+/// (outputs, dl/dz and loss of sample r), backward of sample r into row r of
+/// `g`, and the loss of sample r at perturbed parameter vector q (index
+/// q R + r). Functors rather than lambdas, so that CUDA takes them however
+/// they are called.
+template <class Model, class Loss, class Scalar, class X, class Y, class Memory>
+struct CheckModelKernels {
+  using Matrix = Kokkos::View<Scalar**, Kokkos::LayoutRight, Memory>;
+  struct Forward {};
+  struct Backward {};
+  struct Perturbed {};
+  static constexpr int capacity = output_capacity<Model>::value;
+
+  Model model;
+  Loss loss;
+  X x;
+  Y y;
+  Kokkos::View<std::int64_t*, Memory> index;  ///< the rows checked
+  Kokkos::View<Scalar*, Memory> theta;
+  Matrix z, dz, value;                         ///< R x k, R x k, R x 1
+  Matrix g;                                    ///< R x P, backward's target
+  Matrix perturbed, perturbed_loss;            ///< 2 chunk x P, 2 chunk x R
+  int k = 1, R = 1;
+
+  KOKKOS_FUNCTION void operator()(Forward, const int r) const {
+    Scalar zr[capacity] = {}, dr[capacity] = {};
+    const std::int64_t i = index(r);
+    model.forward(theta.data(), &x(i, 0), zr);
+    value(r, 0) = value_and_derivative(loss, zr, k, y(i), dr);
+    for (int c = 0; c < k; ++c) {
+      z(r, c) = zr[c];
+      dz(r, c) = dr[c];
+    }
+  }
+  KOKKOS_FUNCTION void operator()(Backward, const int r) const {
+    model.backward(theta.data(), &x(index(r), 0), &dz(r, 0), &g(r, 0));
+  }
+  KOKKOS_FUNCTION void operator()(Perturbed, const int e) const {
+    const int q = e / R, r = e % R;
+    Scalar zr[capacity] = {}, dr[capacity] = {};
+    const std::int64_t i = index(r);
+    model.forward(&perturbed(q, 0), &x(i, 0), zr);
+    perturbed_loss(q, r) = value_and_derivative(loss, zr, k, y(i), dr);
+  }
+};
+
 /// check_model on the rows `rows` of (x, y), which the space can read.
 template <class Scalar, class ExecutionSpace, class Model, class Loss, class X, class Y>
 GradientReport check_model_rows(const ExecutionSpace& space, const Model& model,
@@ -95,7 +141,6 @@ GradientReport check_model_rows(const ExecutionSpace& space, const Model& model,
                                 const CheckModelOptions& options) {
   using Memory = typename ExecutionSpace::memory_space;
   using Tolerance = GradientTolerance<Scalar>;
-  constexpr int capacity = output_capacity<Model>::value;
   const int P = model.num_parameters(), k = model.num_outputs();
   const int R = int(rows.size());
   const double relative_step = options.step > 0 ? options.step : Tolerance::step;
@@ -108,29 +153,35 @@ GradientReport check_model_rows(const ExecutionSpace& space, const Model& model,
   const int C = int(report.coordinates.size());
   GradientJudge judge(tolerance, Tolerance::floor);
 
-  Kokkos::View<std::int64_t*, Memory> index("gradsum::check_model::rows", std::size_t(R));
+  using Kernels = CheckModelKernels<Model, Loss, Scalar, X, Y, Memory>;
+  using Matrix = typename Kernels::Matrix;
+  Kernels kernels{model, loss, x, y, {}, {}, {}, {}, {}, {}, {}, {}, k, R};
+  kernels.index = Kokkos::View<std::int64_t*, Memory>("gradsum::check_model::rows", std::size_t(R));
   {
-    auto h = Kokkos::create_mirror_view(index);
+    auto h = Kokkos::create_mirror_view(kernels.index);
     for (int r = 0; r < R; ++r) h(r) = rows[std::size_t(r)];
-    Kokkos::deep_copy(index, h);
+    Kokkos::deep_copy(kernels.index, h);
   }
-  using Matrix = Kokkos::View<Scalar**, Kokkos::LayoutRight, Memory>;
-  Kokkos::View<Scalar*, Memory> theta("gradsum::check_model::theta", std::size_t(P));
-  Matrix z("gradsum::check_model::outputs", std::size_t(R), std::size_t(k));
-  Matrix dz("gradsum::check_model::output_derivatives", std::size_t(R), std::size_t(k));
-  Matrix value("gradsum::check_model::losses", std::size_t(R), 1);
-  Matrix contribution("gradsum::check_model::contributions", std::size_t(R), std::size_t(P));
-  Matrix prefilled("gradsum::check_model::prefilled", std::size_t(R), std::size_t(P));
+  kernels.theta = Kokkos::View<Scalar*, Memory>("gradsum::check_model::theta", std::size_t(P));
+  kernels.z = Matrix("gradsum::check_model::outputs", std::size_t(R), std::size_t(k));
+  kernels.dz = Matrix("gradsum::check_model::output_derivatives", std::size_t(R), std::size_t(k));
+  kernels.value = Matrix("gradsum::check_model::losses", std::size_t(R), 1);
+  const Matrix contribution("gradsum::check_model::contributions", std::size_t(R), std::size_t(P));
+  const Matrix prefilled("gradsum::check_model::prefilled", std::size_t(R), std::size_t(P));
   // Perturbed copies of theta, a chunk of coordinates at a time (both
   // signs), so that one kernel evaluates them all; at most about 4M values.
-  const int chunk = int(std::max<std::int64_t>(1, std::min<std::int64_t>(32, (std::int64_t(1) << 21) / P)));
-  Matrix perturbed("gradsum::check_model::perturbed", std::size_t(2 * chunk), std::size_t(P));
-  Matrix perturbed_loss("gradsum::check_model::perturbed_losses", std::size_t(2 * chunk),
-                        std::size_t(R));
-  auto host_theta = Kokkos::create_mirror_view(theta);
-  auto host_perturbed = Kokkos::create_mirror_view(perturbed);
+  const int chunk =
+      int(std::max<std::int64_t>(1, std::min<std::int64_t>(32, (std::int64_t(1) << 21) / P)));
+  kernels.perturbed =
+      Matrix("gradsum::check_model::perturbed", std::size_t(2 * chunk), std::size_t(P));
+  kernels.perturbed_loss =
+      Matrix("gradsum::check_model::perturbed_losses", std::size_t(2 * chunk), std::size_t(R));
+  auto host_theta = Kokkos::create_mirror_view(kernels.theta);
+  auto host_perturbed = Kokkos::create_mirror_view(kernels.perturbed);
   auto host_prefilled = Kokkos::create_mirror_view(prefilled);
-  using Policy = Kokkos::RangePolicy<ExecutionSpace>;
+  using Forward = Kokkos::RangePolicy<ExecutionSpace, typename Kernels::Forward>;
+  using Backward = Kokkos::RangePolicy<ExecutionSpace, typename Kernels::Backward>;
+  using Perturbed = Kokkos::RangePolicy<ExecutionSpace, typename Kernels::Perturbed>;
 
   SplitMix64 rng(options.seed ^ 0x13198a2e03707344ULL);
   // The points checked so far, then the first failed check's sentence.
@@ -143,23 +194,13 @@ GradientReport check_model_rows(const ExecutionSpace& space, const Model& model,
   for (int p = 0; p < options.points; ++p) {
     const std::string at = options.points > 1 ? concat(" (point ", p, ")") : std::string();
     for (int j = 0; j < P; ++j) host_theta(j) = Scalar(uniform_in(rng, options.theta_scale));
-    Kokkos::deep_copy(theta, host_theta);
+    Kokkos::deep_copy(kernels.theta, host_theta);
 
     // Forward, loss and its derivative, one sample per thread.
-    Kokkos::parallel_for(
-        "gradsum::check_model::forward", Policy(space, 0, R), KOKKOS_LAMBDA(const int r) {
-          Scalar zr[capacity] = {}, dr[capacity] = {};
-          const std::int64_t i = index(r);
-          model.forward(theta.data(), &x(i, 0), zr);
-          value(r, 0) = value_and_derivative(loss, zr, k, y(i), dr);
-          for (int c = 0; c < k; ++c) {
-            z(r, c) = zr[c];
-            dz(r, c) = dr[c];
-          }
-        });
-    auto hz = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), z);
-    auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), value);
-    auto hdz = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dz);
+    Kokkos::parallel_for("gradsum::check_model::forward", Forward(space, 0, R), kernels);
+    auto hz = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels.z);
+    auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels.value);
+    auto hdz = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels.dz);
     const std::string drawn = concat(" with theta drawn from [-", options.theta_scale, ", ",
                                      options.theta_scale, "]", at);
     if (const auto bad = first_nonfinite(hz); bad.found) {
@@ -188,10 +229,8 @@ GradientReport check_model_rows(const ExecutionSpace& space, const Model& model,
             Scalar((rng.next() & 1 ? 1.0 : -1.0) * (1.0 + 0.5 * uniform_in(rng, 1.0)));
     Kokkos::deep_copy(prefilled, host_prefilled);
     auto backward_into = [&](const Matrix& g) {
-      Kokkos::parallel_for(
-          "gradsum::check_model::backward", Policy(space, 0, R), KOKKOS_LAMBDA(const int r) {
-            model.backward(theta.data(), &x(index(r), 0), &dz(r, 0), &g(r, 0));
-          });
+      kernels.g = g;
+      Kokkos::parallel_for("gradsum::check_model::backward", Backward(space, 0, R), kernels);
       return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g);
     };
     const auto hc = backward_into(contribution);
@@ -253,17 +292,10 @@ GradientReport check_model_rows(const ExecutionSpace& space, const Model& model,
         // The distance of the two points as stored (t +- h rounds).
         width[std::size_t(q)] = double(host_perturbed(2 * q, j)) - double(host_perturbed(2 * q + 1, j));
       }
-      Kokkos::deep_copy(perturbed, host_perturbed);
-      Kokkos::parallel_for(
-          "gradsum::check_model::perturbed_forward", Policy(space, 0, 2 * m * R),
-          KOKKOS_LAMBDA(const int e) {
-            const int q = e / R, r = e % R;
-            Scalar zr[capacity] = {}, dr[capacity] = {};
-            const std::int64_t i = index(r);
-            model.forward(&perturbed(q, 0), &x(i, 0), zr);
-            perturbed_loss(q, r) = value_and_derivative(loss, zr, k, y(i), dr);
-          });
-      auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), perturbed_loss);
+      Kokkos::deep_copy(kernels.perturbed, host_perturbed);
+      Kokkos::parallel_for("gradsum::check_model::perturbed_forward",
+                           Perturbed(space, 0, 2 * m * R), kernels);
+      auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels.perturbed_loss);
       for (int q = 0; q < m; ++q) {
         double up = 0, down = 0;
         for (int r = 0; r < R; ++r) {
@@ -303,7 +335,8 @@ GradientReport check_model_rows(const ExecutionSpace& space, const Model& model,
 /// KOKKOS_FUNCTION for a GPU space). Memory: 2 rows x P values per sample
 /// and up to about 4M values of perturbed parameters. Blocking; not
 /// collective. Throws gradsum::Error for a knob out of range, data of the
-/// wrong width, no rows, or a loss that cannot take the model's outputs.
+/// wrong width, no rows, a target of a drawn row the loss rejects, or a
+/// loss that cannot take the model's outputs.
 /// A model with kinks (ReLU) may fail near one: central differences are
 /// wrong across a kink.
 template <class ExecutionSpace, class Model, class Loss, class Data>
@@ -341,6 +374,11 @@ GradientReport check_model(const ExecutionSpace& space, const Model& model, cons
     std::swap(rows[std::size_t(i)],
               rows[std::size_t(i + std::int64_t(rng.below(std::uint64_t(n - i))))]);
   rows.resize(std::size_t(m));
+  const auto targets = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), data.targets());
+  for (std::int64_t i : rows)
+    if (!loss.is_valid_target(targets(i), k))
+      detail::fail("gradsum::check_model: target ", targets(i), " of row ", i,
+                   " is not valid for loss ", loss.name(), " with ", k, " output(s)");
   return detail::check_model_rows<Scalar>(space, model, loss, data.features(), data.targets(),
                                           rows, options);
 }
