@@ -49,8 +49,9 @@ template <class Space, class Scalar, class Model, class Loss>
 gradsum::GradientReport check(const Model& model, const Loss& loss,
                               const gradsum::CheckModelOptions& options = {}) {
   const auto report = gradsum::check_model<Scalar>(Space(), model, loss, options);
-  INFO(std::string(model.name()) << " with " << std::string(loss.name()) << " in " << sizeof(Scalar) * 8 << " bits:\n"
-                    << report);
+  INFO(std::string(model.name()) << " with " << std::string(loss.name()) << " in "
+                                  << sizeof(Scalar) * 8 << " bits:\n"
+                                  << report);
   return report;
 }
 
@@ -101,8 +102,8 @@ TEST_CASE_TEMPLATE_DEFINE("check_model: each broken model is caught and named", 
   auto nan_backward = check<Space, float>(Flawed<Flaw::nan_backward>{}, SquaredError{});
   CHECK_FALSE(nan_backward.passed);
   CHECK_FALSE(nan_backward.finite);
-  CHECK(nan_backward.diagnosis.rfind("backward's contribution has NaN at sample 0, parameter 2", 0) ==
-        0);
+  CHECK(nan_backward.diagnosis.rfind("backward's contribution has NaN at sample 0, parameter 2",
+                                     0) == 0);
 }
 TEST_CASE_TEMPLATE_APPLY(check_model_broken, Spaces);
 

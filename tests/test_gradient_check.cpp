@@ -120,8 +120,8 @@ TEST_CASE_TEMPLATE_DEFINE("full gradient check: a report per coordinate", Space,
   CHECK(right.passed);
   CHECK(right.samples == 50);
   CHECK(right.coordinates == std::vector<int>{0, 1, 2, 3, 4});
-  const auto bias = gradsum::gradient_check(Space(), WrongPartial(4, 4, 1.0), gradsum::SquaredError{}, w,
-                                            data, fd);
+  const auto bias = gradsum::gradient_check(Space(), WrongPartial(4, 4, 1.0),
+                                            gradsum::SquaredError{}, w, data, fd);
   CHECK_FALSE(bias.passed);
   CHECK(bias.worst.front().index == 4);
   CHECK(bias.worst.front().analytic == doctest::Approx(2 * bias.worst.front().numeric));

@@ -145,7 +145,9 @@ class GradientJudge {
       ++checked_;
       worst_.push_back(e);
       std::sort(worst_.begin(), worst_.end(),
-                [](const CoordinateError& x, const CoordinateError& y) { return x.error > y.error; });
+                [](const CoordinateError& a1, const CoordinateError& a2) {
+                  return a1.error > a2.error;
+                });
       if (worst_.size() > 5) worst_.pop_back();
     }
     ++points_;
