@@ -212,7 +212,8 @@ TEST_CASE_TEMPLATE_DEFINE("MLP gradient check: every depth, activation and head"
     for (bool batched : {false, true}) {
       net.batched = batched;
       errors[batched] = gradsum::gradient_check(Space(), net, loss, theta, data,
-                                                gradsum::CentralDifference{1e-5}, objective);
+                                                gradsum::CentralDifference{1e-5}, objective)
+                            .relative_error;
     }
     INFO(net.describe() << " with " << loss.name() << ", seed " << seed << ": per-sample "
                         << errors[0] << ", batched " << errors[1]);

@@ -74,9 +74,11 @@
 #include <gradsum/train/stopping.hpp>
 #include <gradsum/train/update_context.hpp>
 
+#include <gradsum/diagnostics/check_model.hpp>
 #include <gradsum/diagnostics/critical_point.hpp>
 #include <gradsum/diagnostics/gradient_check.hpp>
 #include <gradsum/diagnostics/gradient_health.hpp>
+#include <gradsum/diagnostics/gradient_report.hpp>
 
 #include <gradsum/plan/calibrate.hpp>
 #include <gradsum/plan/cost_model.hpp>

@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// @file
+/// check_model(): one call that checks a model of your own before you train
+/// it: its gradient against central differences, coordinate by coordinate,
+/// at several random points; that backward adds into g rather than
+/// assigning; and that forward, the loss and backward stay finite.
+
+#include <gradsum/aggregation/local.hpp>
+#include <gradsum/core/error.hpp>
+#include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/limits.hpp>
+#include <gradsum/core/requirements.hpp>
+#include <gradsum/data/dataset.hpp>
+#include <gradsum/data/sampler.hpp>
+#include <gradsum/diagnostics/gradient_report.hpp>
+#include <gradsum/gradient/analytic.hpp>
+#include <gradsum/loss/detail/value_and_derivative.hpp>
+#include <gradsum/optimizer/sgd.hpp>
+#include <gradsum/reduction/sum.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace gradsum {
+
+/// What check_model() looks at, and how hard.
+struct CheckModelOptions {
+  int points = 3;                 ///< random parameter vectors, >= 1
+  std::int64_t rows = 4;          ///< samples the loss is summed over, >= 1
+  /// Up to this many parameters every coordinate is checked; beyond it,
+  /// `sampled` of them (the last ones, the first, an even spread, random).
+  int max_full = 2000;
+  int sampled = 500;              ///< coordinates checked beyond max_full, >= 1
+  double theta_scale = 0.5;       ///< theta_j drawn uniformly from [-s, s], s > 0
+  double x_scale = 1.0;           ///< generated features uniform in [-s, s], s > 0
+  std::uint64_t seed = 0;         ///< the draws of theta, rows and coordinates
+  /// Central-difference step relative to max(1, |theta_j|); 0: the scalar
+  /// type's (GradientTolerance<Scalar>::step).
+  double step = 0;
+  /// Per-coordinate threshold; 0: the scalar type's
+  /// (GradientTolerance<Scalar>::tolerance).
+  double tolerance = 0;
+
+  /// Throws gradsum::Error naming the first knob out of range.
+  void validate() const {
+    if (points < 1) detail::fail("gradsum::check_model: points must be >= 1, got ", points);
+    if (rows < 1) detail::fail("gradsum::check_model: rows must be >= 1, got ", rows);
+    if (max_full < 0) detail::fail("gradsum::check_model: max_full must be >= 0, got ", max_full);
+    if (sampled < 1) detail::fail("gradsum::check_model: sampled must be >= 1, got ", sampled);
+    if (!(theta_scale > 0) || !std::isfinite(theta_scale))
+      detail::fail("gradsum::check_model: theta_scale must be finite and > 0, got ", theta_scale);
+    if (!(x_scale > 0) || !std::isfinite(x_scale))
+      detail::fail("gradsum::check_model: x_scale must be finite and > 0, got ", x_scale);
+    if (!(step >= 0) || !std::isfinite(step))
+      detail::fail("gradsum::check_model: step must be finite and >= 0 (0: the default), got ",
+                   step);
+    if (!(tolerance >= 0) || !std::isfinite(tolerance))
+      detail::fail("gradsum::check_model: tolerance must be finite and >= 0 (0: the default), "
+                   "got ", tolerance);
+  }
+};
+
+namespace detail {
+
+inline double uniform_in(SplitMix64& rng, double scale) {
+  return scale * (2 * (double(rng.next() >> 11) * 0x1.0p-53) - 1);
+}
+
+/// Where an R x k host array first holds a value that is not finite.
+struct NonFinite2D {
+  bool found = false;
+  std::size_t row = 0, entry = 0;
+  const char* what = "";  ///< "NaN" or "an infinity"
+};
+template <class HostView>
+NonFinite2D first_nonfinite(const HostView& v) {
+  for (std::size_t r = 0; r < v.extent(0); ++r)
+    for (std::size_t c = 0; c < v.extent(1); ++c)
+      if (!std::isfinite(double(v(r, c))))
+        return {true, r, c, std::isnan(double(v(r, c))) ? "NaN" : "an infinity"};
+  return {};
+}
+
+/// check_model's kernels, one sample per index: forward with the loss
+/// (outputs, dl/dz and loss of sample r), backward of sample r into row r of
+/// `g`, and the loss of sample r at perturbed parameter vector q (index
+/// q R + r). Functors rather than lambdas, so that CUDA takes them however
+/// they are called.
+template <class Model, class Loss, class Scalar, class X, class Y, class Memory>
+struct CheckModelKernels {
+  using Matrix = Kokkos::View<Scalar**, Kokkos::LayoutRight, Memory>;
+  struct Forward {};
+  struct Backward {};
+  struct Perturbed {};
+  static constexpr int capacity = output_capacity<Model>::value;
+
+  Model model;
+  Loss loss;
+  X x;
+  Y y;
+  Kokkos::View<std::int64_t*, Memory> index;  ///< the rows checked
+  Kokkos::View<Scalar*, Memory> theta;
+  Matrix z, dz, value;                         ///< R x k, R x k, R x 1
+  Matrix g;                                    ///< R x P, backward's target
+  Matrix perturbed, perturbed_loss;            ///< 2 chunk x P, 2 chunk x R
+  int k = 1, R = 1;
+
+  KOKKOS_FUNCTION void operator()(Forward, const int r) const {
+    Scalar zr[capacity] = {}, dr[capacity] = {};
+    const std::int64_t i = index(r);
+    model.forward(theta.data(), &x(i, 0), zr);
+    value(r, 0) = value_and_derivative(loss, zr, k, y(i), dr);
+    for (int c = 0; c < k; ++c) {
+      z(r, c) = zr[c];
+      dz(r, c) = dr[c];
+    }
+  }
+  KOKKOS_FUNCTION void operator()(Backward, const int r) const {
+    model.backward(theta.data(), &x(index(r), 0), &dz(r, 0), &g(r, 0));
+  }
+  KOKKOS_FUNCTION void operator()(Perturbed, const int e) const {
+    const int q = e / R, r = e % R;
+    Scalar zr[capacity] = {}, dr[capacity] = {};
+    const std::int64_t i = index(r);
+    model.forward(&perturbed(q, 0), &x(i, 0), zr);
+    perturbed_loss(q, r) = value_and_derivative(loss, zr, k, y(i), dr);
+  }
+};
+
+/// check_model on the rows `rows` of (x, y), which the space can read.
+template <class Scalar, class ExecutionSpace, class Model, class Loss, class X, class Y>
+GradientReport check_model_rows(const ExecutionSpace& space, const Model& model,
+                                const Loss& loss, const X& x, const Y& y,
+                                const std::vector<std::int64_t>& rows,
+                                const CheckModelOptions& options) {
+  using Memory = typename ExecutionSpace::memory_space;
+  using Tolerance = GradientTolerance<Scalar>;
+  const int P = model.num_parameters(), k = model.num_outputs();
+  const int R = int(rows.size());
+  const double relative_step = options.step > 0 ? options.step : Tolerance::step;
+  const double tolerance = options.tolerance > 0 ? options.tolerance : Tolerance::tolerance;
+
+  GradientReport report;
+  report.samples = R;
+  report.coordinates =
+      spread_coordinates(P, P <= options.max_full ? P : std::min(P, options.sampled), options.seed);
+  const int C = int(report.coordinates.size());
+  GradientJudge judge(tolerance, Tolerance::floor);
+
+  using Kernels = CheckModelKernels<Model, Loss, Scalar, X, Y, Memory>;
+  using Matrix = typename Kernels::Matrix;
+  Kernels kernels{model, loss, x, y, {}, {}, {}, {}, {}, {}, {}, {}, k, R};
+  kernels.index = Kokkos::View<std::int64_t*, Memory>("gradsum::check_model::rows", std::size_t(R));
+  {
+    auto h = Kokkos::create_mirror_view(kernels.index);
+    for (int r = 0; r < R; ++r) h(r) = rows[std::size_t(r)];
+    Kokkos::deep_copy(kernels.index, h);
+  }
+  kernels.theta = Kokkos::View<Scalar*, Memory>("gradsum::check_model::theta", std::size_t(P));
+  kernels.z = Matrix("gradsum::check_model::outputs", std::size_t(R), std::size_t(k));
+  kernels.dz = Matrix("gradsum::check_model::output_derivatives", std::size_t(R), std::size_t(k));
+  kernels.value = Matrix("gradsum::check_model::losses", std::size_t(R), 1);
+  const Matrix contribution("gradsum::check_model::contributions", std::size_t(R), std::size_t(P));
+  const Matrix prefilled("gradsum::check_model::prefilled", std::size_t(R), std::size_t(P));
+  // Perturbed copies of theta, a chunk of coordinates at a time (both
+  // signs), so that one kernel evaluates them all; at most about 4M values.
+  const int chunk =
+      int(std::max<std::int64_t>(1, std::min<std::int64_t>(32, (std::int64_t(1) << 21) / P)));
+  kernels.perturbed =
+      Matrix("gradsum::check_model::perturbed", std::size_t(2 * chunk), std::size_t(P));
+  kernels.perturbed_loss =
+      Matrix("gradsum::check_model::perturbed_losses", std::size_t(2 * chunk), std::size_t(R));
+  auto host_theta = Kokkos::create_mirror_view(kernels.theta);
+  auto host_perturbed = Kokkos::create_mirror_view(kernels.perturbed);
+  auto host_prefilled = Kokkos::create_mirror_view(prefilled);
+  using Forward = Kokkos::RangePolicy<ExecutionSpace, typename Kernels::Forward>;
+  using Backward = Kokkos::RangePolicy<ExecutionSpace, typename Kernels::Backward>;
+  using Perturbed = Kokkos::RangePolicy<ExecutionSpace, typename Kernels::Perturbed>;
+
+  SplitMix64 rng(options.seed ^ 0x13198a2e03707344ULL);
+  // The points checked so far, then the first failed check's sentence.
+  auto fail_with = [&](const std::string& sentence) {
+    judge.finish(report);
+    report.passed = false;
+    report.diagnosis = sentence;
+    return report;
+  };
+  for (int p = 0; p < options.points; ++p) {
+    const std::string at = options.points > 1 ? concat(" (point ", p, ")") : std::string();
+    for (int j = 0; j < P; ++j) host_theta(j) = Scalar(uniform_in(rng, options.theta_scale));
+    Kokkos::deep_copy(kernels.theta, host_theta);
+
+    // Forward, loss and its derivative, one sample per thread.
+    Kokkos::parallel_for("gradsum::check_model::forward", Forward(space, 0, R), kernels);
+    auto hz = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels.z);
+    auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels.value);
+    auto hdz = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels.dz);
+    const std::string drawn = concat(" with theta drawn from [-", options.theta_scale, ", ",
+                                     options.theta_scale, "]", at);
+    if (const auto bad = first_nonfinite(hz); bad.found) {
+      report.finite = false;
+      return fail_with(concat("forward returned ", bad.what, " at sample ", bad.row, ", output ",
+                              bad.entry, drawn));
+    }
+    if (const auto bad = first_nonfinite(hv); bad.found) {
+      report.finite = false;
+      return fail_with(concat("the loss is ", bad.what, " at sample ", bad.row, drawn,
+                              " although forward's outputs are finite"));
+    }
+    if (const auto bad = first_nonfinite(hdz); bad.found) {
+      report.finite = false;
+      return fail_with(concat("the loss derivative dz is ", bad.what, " at sample ", bad.row,
+                              ", output ", bad.entry, drawn,
+                              " although forward's outputs are finite"));
+    }
+
+    // Each sample's contribution from zero, then twice into g prefilled
+    // with random values: the increments must equal the contribution.
+    Kokkos::deep_copy(contribution, Scalar(0));
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < P; ++j)  // magnitudes in [0.5, 1.5], either sign: never 0
+        host_prefilled(r, j) =
+            Scalar((rng.next() & 1 ? 1.0 : -1.0) * (1.0 + 0.5 * uniform_in(rng, 1.0)));
+    Kokkos::deep_copy(prefilled, host_prefilled);
+    auto backward_into = [&](const Matrix& g) {
+      kernels.g = g;
+      Kokkos::parallel_for("gradsum::check_model::backward", Backward(space, 0, R), kernels);
+      return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g);
+    };
+    const auto hc = backward_into(contribution);
+    std::vector<double> h0(std::size_t(R) * std::size_t(P));
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < P; ++j) h0[std::size_t(r) * P + j] = double(host_prefilled(r, j));
+    const auto h1 = backward_into(prefilled);
+    std::vector<double> g1(h0.size());
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < P; ++j) g1[std::size_t(r) * P + j] = double(h1(r, j));
+    const auto h2 = backward_into(prefilled);
+    if (const auto bad = first_nonfinite(hc); bad.found) {
+      report.finite = false;
+      return fail_with(concat("backward's contribution has ", bad.what, " at sample ", bad.row,
+                              ", parameter ", bad.entry, drawn,
+                              " although forward and the loss are finite"));
+    }
+    const double eps = std::numeric_limits<Scalar>::epsilon();
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < P; ++j) {
+        const std::size_t e = std::size_t(r) * P + j;
+        const double c = double(hc(r, j)), g2 = double(h2(r, j));
+        // Rounding of a few additions, with a wide margin: a backward that
+        // assigns is off by |g| itself.
+        const double room =
+            1e3 * eps * (std::fabs(h0[e]) + std::fabs(g1[e]) + std::fabs(g2) + std::fabs(c));
+        const bool first_ok = std::fabs((g1[e] - h0[e]) - c) <= room;
+        const bool second_ok = std::fabs((g2 - g1[e]) - c) <= room;
+        if (first_ok && second_ok) continue;
+        report.accumulates = false;
+        if (std::fabs(g2 - g1[e]) <= room && std::fabs(g1[e] - c) <= room)
+          return fail_with(concat("backward assigns into g instead of adding (g after a second "
+                                  "call equals g after the first: g[", j, "] was ",
+                                  short_number(h0[e]), ", became ", short_number(g1[e]),
+                                  ", then ", short_number(g2), "; sample ", r,
+                                  options.points > 1 ? concat(", point ", p) : std::string(),
+                                  ")"));
+        return fail_with(concat("backward does not add its contribution to g: for sample ", r,
+                                at, ", g[", j, "] went ", short_number(h0[e]), " -> ",
+                                short_number(g1[e]), " -> ", short_number(g2),
+                                ", but the contribution into zeros is ", short_number(c)));
+      }
+
+    // The analytic partials (summed over the samples) against central
+    // differences of the summed loss, in double on the host.
+    std::vector<double> analytic, numeric;
+    for (int j : report.coordinates) {
+      double s = 0;
+      for (int r = 0; r < R; ++r) s += double(hc(r, j));
+      analytic.push_back(s);
+    }
+    // Every perturbed row starts as theta; only entry j of its pair moves,
+    // and moves back after the chunk.
+    for (int q = 0; q < 2 * chunk; ++q)
+      for (int l = 0; l < P; ++l) host_perturbed(q, l) = host_theta(l);
+    for (int first = 0; first < C; first += chunk) {
+      const int m = std::min(chunk, C - first);
+      std::vector<double> width(static_cast<std::size_t>(m));
+      for (int q = 0; q < m; ++q) {
+        const int j = report.coordinates[std::size_t(first + q)];
+        const Scalar t = host_theta(j);
+        const Scalar h = Scalar(relative_step * std::max(1.0, std::fabs(double(t))));
+        host_perturbed(2 * q, j) = t + h;
+        host_perturbed(2 * q + 1, j) = t - h;
+        // The distance of the two points as stored (t +- h rounds).
+        width[std::size_t(q)] =
+            double(host_perturbed(2 * q, j)) - double(host_perturbed(2 * q + 1, j));
+      }
+      Kokkos::deep_copy(kernels.perturbed, host_perturbed);
+      Kokkos::parallel_for("gradsum::check_model::perturbed_forward",
+                           Perturbed(space, 0, 2 * m * R), kernels);
+      auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels.perturbed_loss);
+      for (int q = 0; q < m; ++q) {
+        const int j = report.coordinates[std::size_t(first + q)];
+        host_perturbed(2 * q, j) = host_perturbed(2 * q + 1, j) = host_theta(j);
+        double up = 0, down = 0;
+        for (int r = 0; r < R; ++r) {
+          up += double(hl(2 * q, r));
+          down += double(hl(2 * q + 1, r));
+        }
+        numeric.push_back((up - down) / width[std::size_t(q)]);
+      }
+    }
+    judge.add_point(analytic, numeric, report.coordinates, p);
+  }
+  judge.finish(report);
+  return report;
+}
+
+}  // namespace detail
+
+/// Checks a model of your own before training it, on `options.rows` rows
+/// of `data` drawn at random (all of them when it has fewer), at
+/// `options.points` random parameter vectors theta_j ~ U[-theta_scale,
+/// theta_scale]:
+///
+/// - finiteness: forward's outputs, the loss, its derivative dz and
+///   backward's contribution (the first non-finite value is named);
+/// - the accumulate rule: each sample's backward into g prefilled with
+///   random values, twice; both increments must equal the contribution
+///   computed into zeros (a backward that assigns fails here);
+/// - the gradient: the sum over the rows of backward(theta, x, dz, g) with
+///   dz = dl/dz, against two-sided central differences of the summed loss
+///   (step h_j = step * max(1, |theta_j|)), coordinate by coordinate
+///   (GradientTolerance<Scalar>): every coordinate up to max_full
+///   parameters, `sampled` of them beyond.
+///
+/// Returns the report; `passed` is false and `diagnosis` says what is
+/// wrong on the first failed check. The model runs in small kernels on
+/// `space`, as it does in training (so forward and backward must be
+/// KOKKOS_FUNCTION for a GPU space). Memory: 2 rows x P values per sample
+/// and up to about 4M values of perturbed parameters. Blocking; not
+/// collective. Throws gradsum::Error for a knob out of range, data of the
+/// wrong width, no rows, a target of a drawn row the loss rejects, or a
+/// loss that cannot take the model's outputs.
+/// A model with kinks (ReLU) may fail near one: central differences are
+/// wrong across a kink.
+template <class ExecutionSpace, class Model, class Loss, class Data>
+GradientReport check_model(const ExecutionSpace& space, const Model& model, const Loss& loss,
+                           const Data& data, const CheckModelOptions& options = {}) {
+  using Scalar = typename Data::scalar_type;
+  static_assert(detail::check_step_policies<ExecutionSpace, Scalar, Model, Loss, SGD, Analytic,
+                                            Sum, Local>(),
+                "gradsum::check_model: the model or loss misses a member");
+  static_assert(Kokkos::SpaceAccessibility<ExecutionSpace, typename Data::memory_space>::accessible,
+                "gradsum::check_model: the execution space cannot read the data's memory space");
+  options.validate();
+  const int k = model.num_outputs();
+  if (model.num_parameters() < 1)
+    detail::fail("gradsum::check_model: model ", model.name(), " has ", model.num_parameters(),
+                 " parameters; expected at least 1");
+  if (k < 1 || k > detail::output_capacity<Model>::value)
+    detail::fail("gradsum::check_model: model ", model.name(), " has ", k,
+                 " outputs; expected 1 to ", detail::output_capacity<Model>::value,
+                 " (Model::output_capacity, else GRADSUM_MAX_OUTPUTS)");
+  if (!loss.supports_outputs(k))
+    detail::fail("gradsum::check_model: loss ", loss.name(), " cannot take a model with ", k,
+                 " output(s) (model ", model.name(), ")");
+  if (data.num_features() != model.num_features())
+    detail::fail("gradsum::check_model: data has ", data.num_features(), " features but model ",
+                 model.name(), " expects ", model.num_features());
+  const std::int64_t n = data.num_samples();
+  if (n < 1) detail::fail("gradsum::check_model: data has no rows; expected at least 1");
+  // The first m of a seeded Fisher-Yates shuffle: m distinct rows.
+  const std::int64_t m = std::min(n, options.rows);
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) rows[std::size_t(i)] = i;
+  detail::SplitMix64 rng(options.seed ^ 0x452821e638d01377ULL);
+  for (std::int64_t i = 0; i < m; ++i)
+    std::swap(rows[std::size_t(i)],
+              rows[std::size_t(i + std::int64_t(rng.below(std::uint64_t(n - i))))]);
+  rows.resize(std::size_t(m));
+  const auto targets = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), data.targets());
+  for (std::int64_t i : rows)
+    if (!loss.is_valid_target(targets(i), k))
+      detail::fail("gradsum::check_model: target ", targets(i), " of row ", i,
+                   " is not valid for loss ", loss.name(), " with ", k, " output(s)");
+  return detail::check_model_rows<Scalar>(space, model, loss, data.features(), data.targets(),
+                                          rows, options);
+}
+
+/// check_model on `options.rows` generated samples: features uniform in
+/// [-x_scale, x_scale] and, per sample, the first target the loss accepts
+/// (is_valid_target) among a uniform value in [-1, 1] and a class in
+/// 0 … max(k, 2) - 1. Scalar is the type to check (double unless given:
+/// `check_model<float>(space, model, loss)`). Throws gradsum::Error as the
+/// overload with data does, and when the loss accepts neither kind of target.
+template <class Scalar = double, class ExecutionSpace, class Model, class Loss>
+GradientReport check_model(const ExecutionSpace& space, const Model& model, const Loss& loss,
+                           const CheckModelOptions& options = {}) {
+  options.validate();
+  const int d = model.num_features(), k = model.num_outputs();
+  if (!loss.supports_outputs(k))  // before drawing targets for it
+    detail::fail("gradsum::check_model: loss ", loss.name(), " cannot take a model with ", k,
+                 " output(s) (model ", model.name(), ")");
+  detail::SplitMix64 rng(options.seed ^ 0xa4093822299f31d0ULL);
+  std::vector<double> x(std::size_t(options.rows) * std::size_t(d > 0 ? d : 0)), y;
+  for (auto& v : x) v = detail::uniform_in(rng, options.x_scale);
+  for (std::int64_t i = 0; i < options.rows; ++i) {
+    const double real = detail::uniform_in(rng, 1.0);
+    const double label = double(rng.below(std::uint64_t(std::max(k, 2))));
+    if (loss.is_valid_target(Scalar(real), k)) y.push_back(real);
+    else if (loss.is_valid_target(Scalar(label), k)) y.push_back(label);
+    else
+      detail::fail("gradsum::check_model: loss ", loss.name(), " accepts neither target ", real,
+                   " nor ", label, " for ", k, " output(s); pass data with valid targets");
+  }
+  const auto data = Dataset<Scalar, typename ExecutionSpace::memory_space>::from_host(
+      options.rows, d, x, y);
+  return check_model(space, model, loss, data, options);
+}
+
+}  // namespace gradsum
