@@ -27,7 +27,8 @@ template <class M, class L, class S>
 struct has_sample_gradient<M, L, S, std::void_t<decltype(S(std::declval<const M&>().sample_gradient(
                                         std::declval<const L&>(), std::declval<const S*>(),
                                         std::declval<const S*>(), std::declval<S>(),
-                                        std::declval<S*>())))>> : std::true_type {};
+                                        std::declval<S*>())))>>
+    : declares_model_with<M, decltype(&M::template sample_gradient<L, S>)> {};
 
 /// Whether model.block_gradient(loss, theta, xs, ys, m, g) can be called.
 template <class M, class L, class S, class = void>
@@ -38,18 +39,6 @@ struct block_gradient_callable<
     std::void_t<decltype(S(std::declval<const M&>().block_gradient(
         std::declval<const L&>(), std::declval<const S*>(), std::declval<const S* const*>(),
         std::declval<const S*>(), 1, std::declval<S*>())))>> : std::true_type {};
-
-/// The class a const member function pointer's function is declared in.
-template <class T>
-struct member_owner {};
-template <class R, class C, class... A>
-struct member_owner<R (C::*)(A...) const> {
-  using type = C;
-};
-template <class R, class C, class... A>
-struct member_owner<R (C::*)(A...) const noexcept> {
-  using type = C;
-};
 
 /// Whether M declares block_gradient<L, S> itself rather than inheriting it.
 template <class M, class L, class S, class = void>
@@ -93,7 +82,7 @@ struct has_block_residuals<
     std::void_t<decltype(std::declval<const M&>().block_residuals(
         std::declval<const L&>(), std::declval<const S*>(), std::declval<const S* const*>(),
         std::declval<const S*>(), 1, std::declval<S*>(), std::declval<S*>()))>>
-    : std::true_type {};
+    : declares_model_with<M, decltype(&M::template block_residuals<L, S>)> {};
 
 /// What every per-sample kernel body reads: the model and loss, the
 /// parameters, the data, and which rows are selected.
