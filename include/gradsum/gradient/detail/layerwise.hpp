@@ -164,8 +164,10 @@ void gather_rows(const Space& space, const X& x, const Rows& rows, std::int64_t 
   const Scalar last = ones ? Scalar(1) : Scalar(0);
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                            typename Space::memory_space>::accessible) {
-    static_assert(std::is_same<typename X::array_layout, Kokkos::LayoutRight>::value,
-                  "gather_rows copies rows of a LayoutRight x");
+    // (A Dataset's rows are contiguous in both of its layouts.)
+    static_assert(std::is_same<typename X::array_layout, Kokkos::LayoutRight>::value ||
+                      std::is_same<typename X::array_layout, Kokkos::LayoutStride>::value,
+                  "gather_rows copies contiguous rows of x");
     Kokkos::parallel_for(
         label,
         Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0,
