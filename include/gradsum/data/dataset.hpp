@@ -61,24 +61,29 @@ using deduced_layout_t =
 template <class Scalar, class Memory, class V>
 auto copy_as_layout_right(const V& v, const char* label) {
   using Source = typename V::memory_space;
-  using Type = std::conditional_t<int(V::rank) == 2, Scalar**, Scalar*>;
-  using Staged = Kokkos::View<Type, Kokkos::LayoutRight, Source>;
+  constexpr bool matrix = int(V::rank) == 2;
+  using Staged = Kokkos::View<std::conditional_t<matrix, Scalar**, Scalar*>, Kokkos::LayoutRight,
+                              Source>;
   const auto alloc = Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label));
-  const Staged staged = int(V::rank) == 2 ? Staged(alloc, v.extent(0), v.extent(1))
-                                          : Staged(alloc, v.extent(0));
-  const std::int64_t d = int(V::rank) == 2 ? std::int64_t(v.extent(1)) : 1;
+  Staged staged;
+  if constexpr (matrix) staged = Staged(alloc, v.extent(0), v.extent(1));
+  else staged = Staged(alloc, v.extent(0));
   Kokkos::parallel_for(
       "gradsum::data::copy_from",
       Kokkos::RangePolicy<typename V::execution_space, Kokkos::IndexType<std::int64_t>>(
           0, std::int64_t(v.extent(0))),
       KOKKOS_LAMBDA(std::int64_t i) {
-        for (std::int64_t j = 0; j < d; ++j) staged.access(i, j) = Scalar(v.access(i, j));
+        if constexpr (matrix) {
+          for (std::size_t j = 0; j < staged.extent(1); ++j) staged(i, j) = Scalar(v(i, j));
+        } else {
+          staged(i) = Scalar(v(i));
+        }
       });
   Kokkos::fence();
   if constexpr (std::is_same<Source, Memory>::value) {
     return staged;
   } else {
-    const Kokkos::View<Type, Kokkos::LayoutRight, Memory> out(
+    const Kokkos::View<typename Staged::data_type, Kokkos::LayoutRight, Memory> out(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), staged.layout());
     Kokkos::deep_copy(out, staged);
     return out;
