@@ -128,7 +128,7 @@ TEST_CASE_TEMPLATE_DEFINE("predict: outputs, classes and probabilities of linear
 
   // The features of a wider table (strided, wrapped without copy) give
   // the same outputs; so does the default-space overload.
-  Kokkos::View<double**, Memory> table("table", p.n, p.d + 1);
+  Kokkos::View<double**, Kokkos::LayoutRight, Memory> table("table", p.n, p.d + 1);
   Kokkos::deep_copy(Kokkos::subview(table, Kokkos::ALL(), Kokkos::make_pair(0, p.d)),
                     data.features());
   const auto wrapped = Data::from_table(table, p.d);
@@ -231,7 +231,7 @@ TEST_CASE_TEMPLATE_DEFINE("predict and the metrics refuse what does not fit, by 
   const gradsum::SoftmaxCrossEntropy loss;
   const auto theta = device_vector<Memory>(random_vector(9, 1));
   Kokkos::View<double**, Memory> out("out", 6, 3), narrow("narrow", 6, 2);
-  Kokkos::View<double**, Memory> x3("x3", 6, 3);
+  Kokkos::View<double**, Kokkos::LayoutRight, Memory> x3("x3", 6, 3);
   CHECK_THROWS_WITH_AS(gradsum::predict(Space(), model, theta, x3, out),
                        "gradsum::predict: the features have 3 columns but model softmax expects 2",
                        gradsum::Error);

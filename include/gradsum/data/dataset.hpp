@@ -55,30 +55,42 @@ using deduced_layout_t =
                            std::is_same<typename Y::array_layout, Kokkos::LayoutStride>::value,
                        Kokkos::LayoutStride, typename X::array_layout>;
 
+/// staged(i, ...) = Scalar(v(i, ...)) for row i (a functor: CUDA's
+/// lambdas cannot capture inside `if constexpr`).
+template <class Scalar, class Staged, class V>
+struct ConvertRows {
+  Staged staged;
+  V v;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    if constexpr (int(V::rank) == 2) {
+      for (std::size_t j = 0; j < staged.extent(1); ++j) staged(i, j) = Scalar(v(i, j));
+    } else {
+      staged(i) = Scalar(v(i));
+    }
+  }
+};
+
+template <class Scalar, int Rank>
+using right_data_t = std::conditional_t<Rank == 2, Scalar**, Scalar*>;
+
 /// A copy of the rank-1 or rank-2 View `v` as a LayoutRight View of
 /// `Scalar` in `Memory`: converted in v's own space, then moved across
-/// spaces as one contiguous block. Blocking.
+/// spaces as one contiguous block. Blocking. (A declared return
+/// type: CUDA's extended lambdas refuse a deduced one.)
 template <class Scalar, class Memory, class V>
-auto copy_as_layout_right(const V& v, const char* label) {
+Kokkos::View<right_data_t<Scalar, int(V::rank)>, Kokkos::LayoutRight, Memory> copy_as_layout_right(
+    const V& v, const char* label) {
   using Source = typename V::memory_space;
-  constexpr bool matrix = int(V::rank) == 2;
-  using Staged = Kokkos::View<std::conditional_t<matrix, Scalar**, Scalar*>, Kokkos::LayoutRight,
-                              Source>;
+  using Staged = Kokkos::View<right_data_t<Scalar, int(V::rank)>, Kokkos::LayoutRight, Source>;
   const auto alloc = Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label));
   Staged staged;
-  if constexpr (matrix) staged = Staged(alloc, v.extent(0), v.extent(1));
+  if constexpr (int(V::rank) == 2) staged = Staged(alloc, v.extent(0), v.extent(1));
   else staged = Staged(alloc, v.extent(0));
   Kokkos::parallel_for(
       "gradsum::data::copy_from",
       Kokkos::RangePolicy<typename V::execution_space, Kokkos::IndexType<std::int64_t>>(
           0, std::int64_t(v.extent(0))),
-      KOKKOS_LAMBDA(std::int64_t i) {
-        if constexpr (matrix) {
-          for (std::size_t j = 0; j < staged.extent(1); ++j) staged(i, j) = Scalar(v(i, j));
-        } else {
-          staged(i) = Scalar(v(i));
-        }
-      });
+      ConvertRows<Scalar, Staged, V>{staged, v});
   Kokkos::fence();
   if constexpr (std::is_same<Source, Memory>::value) {
     return staged;
