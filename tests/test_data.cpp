@@ -354,7 +354,8 @@ TEST_CASE_TEMPLATE_DEFINE("Dataset::from_table wraps the table's columns and tra
               gradient_of<Space>(net, gradsum::SoftmaxCrossEntropy{}, data, theta_net),
               gradient_of<Space>(net, gradsum::SoftmaxCrossEntropy{}, copy, theta_net),
               std::size_t(net.num_parameters()) + 1) <= 1e-13);
-    // fit() over shuffled mini-batches follows the same path from the same start.
+    // fit() over shuffled mini-batches, with validation data of the same
+    // type, follows the same path from the same start.
     auto train = [&](const auto& d) {
       auto step = gradsum::make_step<double>(Space(), gradsum::Softmax(6, 3),
                                              gradsum::SoftmaxCrossEntropy{}, gradsum::SGD{0.1});
@@ -364,7 +365,7 @@ TEST_CASE_TEMPLATE_DEFINE("Dataset::from_table wraps the table's columns and tra
       options.epochs = 3;
       options.batch = 8;
       options.seed = 9;
-      gradsum::fit(step, theta, d, options);
+      gradsum::fit(step, theta, d, &d, options);  // validated on itself
       return to_host(theta);
     };
     CHECK(relative_distance(train(data), train(copy), 3 * 7) <= 1e-13);
