@@ -146,7 +146,8 @@ TEST_CASE_TEMPLATE_APPLY(predict_linear, Spaces);
 TEST_CASE_TEMPLATE_DEFINE("predict: an MLP beyond the per-sample limits, layer by layer", Space,
                           predict_wide) {
   using Memory = typename Space::memory_space;
-  const auto p = random_problem(700, 5, Kind::multiclass, 3, 4);
+  // More rows than one panel of the layer-wise path holds (2048 here).
+  const auto p = random_problem(2600, 5, Kind::multiclass, 3, 4);
   const auto data = gradsum::Dataset<double, Memory>::from_host(p.n, p.d, p.x, p.y);
   for (int hidden : {300, 20}) {
     CAPTURE(hidden);
