@@ -95,6 +95,53 @@ void check_sizes(const gradsum::CheckpointData& c, const std::string& params) {
                   " (the file is corrupted)");
 }
 
+// The model's predictions for every row of the table, computed by
+// gradsum::predict, predict_classes and predict_probabilities (a network
+// beyond the per-sample limits goes layer by layer): the value
+// (regression), or the class and the probability of that class.
+struct Predictions {
+  std::vector<double> values;
+  std::vector<int> labels;
+  std::vector<double> probabilities;
+};
+
+template <class Model>
+Predictions predict_rows(const Model& model, const std::vector<double>& theta,
+                         const gradsum::Table& table, bool regression) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  const Host host;
+  const std::int64_t n = std::int64_t(table.num_rows);
+  const int k = model.num_outputs();
+  const Kokkos::View<const double**, Kokkos::LayoutRight, Kokkos::HostSpace, Unmanaged> x(
+      table.features.data(), n, model.num_features());
+  const Kokkos::View<const double*, Kokkos::HostSpace, Unmanaged> w(theta.data(), theta.size());
+  Predictions p;
+  if (regression) {
+    Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> z("gradsum-predict::outputs",
+                                                                     n, k);
+    gradsum::predict(host, model, w, x, z);
+    for (std::int64_t i = 0; i < n; ++i) p.values.push_back(z(i, 0));
+    return p;
+  }
+  Kokkos::View<int*, Kokkos::HostSpace> labels("gradsum-predict::classes", n);
+  Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> probabilities(
+      "gradsum-predict::probabilities", n, k);
+  auto classify = [&](const auto& loss) {
+    gradsum::predict_classes(host, model, loss, w, x, labels);
+    gradsum::predict_probabilities(host, model, loss, w, x, probabilities);
+  };
+  if (k == 1) classify(gradsum::BinaryCrossEntropy{});  // logistic: P(y = 1) = sigmoid(z)
+  else classify(gradsum::SoftmaxCrossEntropy{});
+  for (std::int64_t i = 0; i < n; ++i) {
+    const int label = labels(i);
+    p.labels.push_back(label);
+    p.probabilities.push_back(k == 1 ? (label == 1 ? probabilities(i, 0) : 1 - probabilities(i, 0))
+                                     : probabilities(i, label));
+  }
+  return p;
+}
+
 template <class Model>
 void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum::Table& table,
              bool targets, gradsum::OutputFile& out) {
@@ -108,29 +155,18 @@ void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum
                   c.num_outputs, " and ", c.num_parameters, " (the file is corrupted)");
   const std::vector<double> theta = c.parameters();
   const bool regression = c.loss == "squared_error";
-  std::vector<double> z(std::size_t(c.num_outputs));
+  const Predictions predicted = predict_rows(model, theta, table, regression);
   double squared = 0;
   std::size_t correct = 0;
   for (std::size_t i = 0; i < table.num_rows; ++i) {
-    model.forward(theta.data(), &table.features[i * table.num_features], z.data());
     if (regression) {
-      out.print("%.17g\n", z[0]);
-      if (targets) squared += (z[0] - table.targets[i]) * (z[0] - table.targets[i]);
+      const double value = predicted.values[i];
+      out.print("%.17g\n", value);
+      if (targets) squared += (value - table.targets[i]) * (value - table.targets[i]);
       continue;
     }
-    int label = 0;
-    double probability = 0;
-    if (z.size() == 1) {  // logistic: P(y = 1) = sigmoid(z)
-      const double p = z[0] >= 0 ? 1 / (1 + std::exp(-z[0])) : std::exp(z[0]) / (1 + std::exp(z[0]));
-      label = p >= 0.5 ? 1 : 0;
-      probability = label == 1 ? p : 1 - p;
-    } else {  // softmax
-      for (std::size_t k = 1; k < z.size(); ++k)
-        if (z[k] > z[std::size_t(label)]) label = int(k);
-      double sum = 0;
-      for (double v : z) sum += std::exp(v - z[std::size_t(label)]);
-      probability = 1 / sum;
-    }
+    const int label = predicted.labels[i];
+    const double probability = predicted.probabilities[i];
     out.print("%d %.6f\n", label, probability);
     if (targets && double(label) == table.targets[i]) ++correct;
   }
@@ -156,6 +192,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gradsum-predict: error: %s\n", e.what());
     return 2;
   }
+  Kokkos::ScopeGuard kokkos(argc, argv);  // for gradsum::predict, on the host
   try {
     const gradsum::CheckpointData c = gradsum::read_checkpoint(o.params);
     check_sizes(c, o.params);
@@ -173,10 +210,6 @@ int main(int argc, char** argv) {
     else if (c.model.compare(0, mlp.size(), mlp) == 0 &&
              (one_output || c.loss == "softmax_cross_entropy")) {
       const auto net = gradsum::MLP::from_description(c.model.substr(mlp.size()));
-      // It applies the network one row at a time, on the host.
-      if (!net.within_per_sample_limits())
-        gradsum::fail("'", o.params, "' holds an MLP beyond what gradsum-predict applies: ",
-                      net.per_sample_limits());
       predict(net, c, table, targets, out);
     }
     else

@@ -279,3 +279,187 @@ TEST_CASE("Linear's batched path asks for the rows it reads next") {
     }
   }
 }
+
+// Data from the user's own Views: wrapped where rows are contiguous,
+// copied on request, refused with a message otherwise.
+
+namespace {
+
+// An n x (d + 1) host table of p's rows with the target in column
+// `target` (first or last), in memory space Memory.
+template <class Memory>
+Kokkos::View<double**, Kokkos::LayoutRight, Memory> make_table(const HostProblem& p, int target) {
+  Kokkos::View<double**, Kokkos::LayoutRight, Memory> table("table", p.n, p.d + 1);
+  auto h = Kokkos::create_mirror_view(table);
+  for (std::int64_t i = 0; i < p.n; ++i) {
+    int column = target == 0 ? 1 : 0;
+    for (int j = 0; j < p.d; ++j) h(i, column++) = p.x[std::size_t(i * p.d + j)];
+    h(i, target) = p.y[std::size_t(i)];
+  }
+  Kokkos::deep_copy(table, h);
+  return table;
+}
+
+// The summed gradient and loss of `model` with `loss` over all of `data`.
+template <class Space, class Model, class Loss, class Data>
+std::vector<double> gradient_of(const Model& model, const Loss& loss, const Data& data,
+                                const std::vector<double>& values) {
+  auto step = gradsum::make_step<double>(Space(), model, loss, gradsum::SGD{},
+                                         gradsum::Objective{0.0, false});
+  auto theta = step.make_parameters();
+  fill(theta, values);
+  const auto result = step.evaluate(theta, data);
+  auto out = to_host(step.gradient());
+  out.push_back(result.loss);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("Dataset::from_table wraps the table's columns and trains like a copy",
+                          Space, from_table) {
+  using Memory = typename Space::memory_space;
+  using Data = gradsum::Dataset<double, Memory>;
+  const auto p = random_problem(41, 6, Kind::multiclass, 3, 12);
+  const auto copy = Data::from_host(p.n, p.d, p.x, p.y);
+  for (int target : {6, 0}) {
+    CAPTURE(target);
+    const auto table = make_table<Memory>(p, target);
+    const auto data = Data::from_table(table, target);
+    static_assert(std::is_same<std::decay_t<decltype(data)>,
+                               gradsum::Dataset<double, Memory, Kokkos::LayoutStride>>::value,
+                  "");
+    // No copy: the features and targets are the table's own memory.
+    CHECK(data.features().data() == table.data() + (target == 0 ? 1 : 0));
+    CHECK(data.targets().data() == table.data() + target);
+    CHECK(data.num_samples() == p.n);
+    CHECK(data.num_features() == p.d);
+    // The same numbers in another layout: the same gradients, on the
+    // per-sample kernels and on the layer-wise path.
+    const auto theta_softmax = random_vector(3 * 7, 5);
+    CHECK(relative_distance(
+              gradient_of<Space>(gradsum::Softmax(6, 3), gradsum::SoftmaxCrossEntropy{}, data,
+                                 theta_softmax),
+              gradient_of<Space>(gradsum::Softmax(6, 3), gradsum::SoftmaxCrossEntropy{}, copy,
+                                 theta_softmax),
+              3 * 7 + 1) <= 1e-14);
+    const auto theta_linear = random_vector(7, 6);
+    CHECK(relative_distance(
+              gradient_of<Space>(gradsum::Linear(6), gradsum::SquaredError{}, data, theta_linear),
+              gradient_of<Space>(gradsum::Linear(6), gradsum::SquaredError{}, copy, theta_linear),
+              8) <= 1e-14);
+    const gradsum::MLP net(6, {300}, 3, gradsum::Activation::tanh);
+    const auto theta_net = random_vector(std::size_t(net.num_parameters()), 7, 0.1);
+    CHECK(relative_distance(
+              gradient_of<Space>(net, gradsum::SoftmaxCrossEntropy{}, data, theta_net),
+              gradient_of<Space>(net, gradsum::SoftmaxCrossEntropy{}, copy, theta_net),
+              std::size_t(net.num_parameters()) + 1) <= 1e-13);
+    // fit() over shuffled mini-batches, with validation data of the same
+    // type, follows the same path from the same start.
+    auto train = [&](const auto& d) {
+      auto step = gradsum::make_step<double>(Space(), gradsum::Softmax(6, 3),
+                                             gradsum::SoftmaxCrossEntropy{}, gradsum::SGD{0.1});
+      auto theta = step.make_parameters();
+      fill(theta, theta_softmax);
+      gradsum::FitOptions options;
+      options.epochs = 3;
+      options.batch = 8;
+      options.seed = 9;
+      gradsum::fit(step, theta, d, &d, options);  // validated on itself
+      return to_host(theta);
+    };
+    CHECK(relative_distance(train(data), train(copy), 3 * 7) <= 1e-13);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(from_table, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("Dataset::copy_from copies any layout from any memory space", Space,
+                          copy_from) {
+  using Memory = typename Space::memory_space;
+  // A column-major host table, copied into the space's memory as float.
+  Kokkos::View<double**, Kokkos::LayoutLeft, Kokkos::HostSpace> x("x", 5, 3);
+  Kokkos::View<int*, Kokkos::HostSpace> y("y", 5);
+  for (int i = 0; i < 5; ++i) {
+    for (int j = 0; j < 3; ++j) x(i, j) = 10.0 * i + j + 0.25;
+    y(i) = i % 2;
+  }
+  const auto data = gradsum::Dataset<float, Memory>::copy_from(x, y);
+  CHECK(data.num_samples() == 5);
+  CHECK(data.num_features() == 3);
+  const auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), data.features());
+  const auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), data.targets());
+  for (int i = 0; i < 5; ++i) {
+    for (int j = 0; j < 3; ++j) CHECK(hx(i, j) == float(10.0 * i + j + 0.25));
+    CHECK(hy(i) == float(i % 2));
+  }
+  // And back: the middle column of a table in the space's memory as the
+  // target, the other two as features, into a host Dataset.
+  const auto table = make_table<Memory>(random_problem(4, 2, Kind::regression, 1, 3), 2);
+  const auto back = gradsum::Dataset<double, Kokkos::HostSpace>::copy_from(
+      Kokkos::subview(table, Kokkos::ALL(), Kokkos::make_pair(0, 2)),
+      Kokkos::subview(table, Kokkos::ALL(), 1));
+  const auto ht = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), table);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 2; ++j) CHECK(back.features()(i, j) == ht(i, j));
+    CHECK(back.targets()(i) == ht(i, 1));
+  }
+  using Data = gradsum::Dataset<double, Memory>;
+  CHECK_THROWS_WITH_AS(Data::copy_from(x, Kokkos::subview(y, Kokkos::make_pair(0, 4))),
+                       "gradsum::Dataset::copy_from: features have 5 rows but targets have 4",
+                       gradsum::Error);
+}
+TEST_CASE_TEMPLATE_APPLY(copy_from, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("Dataset: Views it cannot wrap are refused, naming the argument", Space,
+                          dataset_refusals) {
+  using Memory = typename Space::memory_space;
+  using Data = gradsum::Dataset<double, Memory>;
+  using Strided = gradsum::Dataset<double, Memory, Kokkos::LayoutStride>;
+  const auto table = make_table<Memory>(random_problem(4, 3, Kind::regression, 1, 2), 3);
+  // (Some Kokkos versions give the column range a padded LayoutRight type.)
+  const Kokkos::View<double**, Kokkos::LayoutStride, Memory> x =
+      Kokkos::subview(table, Kokkos::ALL(), Kokkos::make_pair(0, 3));
+  const auto y = Kokkos::subview(table, Kokkos::ALL(), 3);
+  // The deduced type holds strided Views as they are.
+  const gradsum::Dataset deduced(x, y);
+  static_assert(std::is_same<std::decay_t<decltype(deduced)>, Strided>::value, "");
+  CHECK(deduced.features().data() == table.data());
+  // A row-major Dataset cannot hold them: gradsum's message, not Kokkos's abort.
+  CHECK_THROWS_WITH_AS(Data(x, y),
+                       "gradsum::Dataset: features have strides (4, 1), not those of a "
+                       "LayoutRight 4 x 3 View (3, 1): use Dataset<Scalar, Memory, "
+                       "Kokkos::LayoutStride>, or `gradsum::Dataset data(x, y)` to deduce it, "
+                       "or Dataset::from_table",
+                       gradsum::Error);
+  const Kokkos::View<double**, Kokkos::LayoutRight, Memory> right("x", 4, 3);
+  CHECK_THROWS_WITH_AS(Data(right, y),
+                       "gradsum::Dataset: targets have stride 4; a LayoutRight Dataset holds "
+                       "contiguous targets: use Dataset<Scalar, Memory, Kokkos::LayoutStride>, "
+                       "or `gradsum::Dataset data(x, y)` to deduce it, or Dataset::from_table",
+                       gradsum::Error);
+  // Columns of a column-major buffer seen through LayoutStride: rows not contiguous.
+  const Kokkos::View<double**, Kokkos::LayoutStride, Memory> by_columns(
+      table.data(), Kokkos::LayoutStride(4, 1, 3, 4));
+  CHECK_THROWS_WITH_AS(Strided(by_columns, y),
+                       "gradsum::Dataset: features have column stride 4, so a row is not "
+                       "contiguous; expected 1: use Dataset::copy_from",
+                       gradsum::Error);
+  const Kokkos::View<double*, Memory> three("y", 3);
+  CHECK_THROWS_WITH_AS(Data(right, three),
+                       "gradsum::Dataset: features have 4 rows but targets have 3",
+                       gradsum::Error);
+  CHECK_THROWS_WITH_AS(Data::from_table(table, 4),
+                       "gradsum::Dataset::from_table: target_column is 4; expected a column of "
+                       "the table, 0 to 3 (it has 4 columns)",
+                       gradsum::Error);
+  CHECK_THROWS_WITH_AS(Data::from_table(table, -1),
+                       "gradsum::Dataset::from_table: target_column is -1; expected a column of "
+                       "the table, 0 to 3 (it has 4 columns)",
+                       gradsum::Error);
+  CHECK_THROWS_WITH_AS(Data::from_table(table, 2),
+                       "gradsum::Dataset::from_table: target_column 2 lies between feature "
+                       "columns of the 4-column table, so a row's features are not contiguous; "
+                       "put the target first (0) or last (3), or copy with Dataset::copy_from",
+                       gradsum::Error);
+}
+TEST_CASE_TEMPLATE_APPLY(dataset_refusals, Spaces);

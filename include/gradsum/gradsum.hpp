@@ -69,6 +69,7 @@
 #include <gradsum/train/fit.hpp>
 #include <gradsum/train/metrics.hpp>
 #include <gradsum/train/objective.hpp>
+#include <gradsum/train/predict.hpp>
 #include <gradsum/train/running_averages.hpp>
 #include <gradsum/train/step.hpp>
 #include <gradsum/train/stopping.hpp>
@@ -88,6 +89,7 @@
 #if GRADSUM_ENABLE_MPI
 #include <gradsum/mpi/allreduce.hpp>
 #include <gradsum/mpi/communicator.hpp>
+#include <gradsum/mpi/metrics.hpp>
 #include <gradsum/mpi/network_probe.hpp>
 #include <gradsum/mpi/robust_allreduce.hpp>
 #endif

@@ -3,7 +3,8 @@
 # gradsum-predict applies a checkpoint (with its scaling) to the training
 # file and reproduces gradsum-train's final accuracy (softmax, iris) and
 # objective (least squares: mean squared error = 2 x the objective), and an
-# MLP's accuracy (iris, one tanh layer of 8).
+# MLP's accuracy (iris, one tanh layer of 8, and one of 300, beyond the
+# per-sample limits).
 # usage: predict_matches_train.sh GRADSUM_TRAIN GRADSUM_PREDICT DATA_FOLDER
 set -euo pipefail
 train="$1" predict="$2" data="$3"
@@ -22,6 +23,13 @@ accuracy="$("$train" --data "$data/iris.csv" --model mlp:8 --activation tanh --s
 "$predict" --params "$work/mlp.ckpt" --data "$data/iris.csv" >/dev/null 2>"$work/summary.txt"
 grep -qx "gradsum-predict: 150 rows, accuracy $accuracy" "$work/summary.txt" \
   || { echo "FAILED: MLP train accuracy $accuracy, predict: $(cat "$work/summary.txt")"; exit 1; }
+# An MLP too wide for the per-sample path (300 units): applied layer by layer.
+accuracy="$("$train" --data "$data/iris.csv" --model mlp:300 --activation tanh --standardize \
+  --optimizer adam --lr 0.01 --batch 32 --epochs 5 --checkpoint "$work/wide.ckpt" --progress off |
+  sed -n 's/.* accuracy=//p')"
+"$predict" --params "$work/wide.ckpt" --data "$data/iris.csv" >/dev/null 2>"$work/summary.txt"
+grep -qx "gradsum-predict: 150 rows, accuracy $accuracy" "$work/summary.txt" \
+  || { echo "FAILED: wide MLP train accuracy $accuracy, predict: $(cat "$work/summary.txt")"; exit 1; }
 loss="$("$train" --data "$data/breast_cancer.csv" --model linear --standardize --optimizer newton \
   --epochs 3 --checkpoint "$work/linear.ckpt" --progress off | sed -n 's/^final loss=\([^ ]*\).*/\1/p')"
 mse="$("$predict" --params "$work/linear.ckpt" --data "$data/breast_cancer.csv" 2>&1 >/dev/null |

@@ -7,35 +7,189 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace gradsum {
+namespace detail {
+
+/// The layouts a Dataset holds features in: one sample must be a row of
+/// contiguous values (the kernels read a row through &x(r, 0)).
+template <class Layout>
+struct AcceptsFeaturesLayout {
+  static_assert(!std::is_same<Layout, Kokkos::LayoutLeft>::value,
+                "gradsum::Dataset: features must be LayoutRight or LayoutStride with contiguous "
+                "rows; got LayoutLeft: use Dataset::copy_from");
+  static_assert(std::is_same<Layout, Kokkos::LayoutRight>::value ||
+                    std::is_same<Layout, Kokkos::LayoutStride>::value ||
+                    std::is_same<Layout, Kokkos::LayoutLeft>::value,
+                "gradsum::Dataset: features must be LayoutRight or LayoutStride with contiguous "
+                "rows; got another layout: use Dataset::copy_from");
+  static constexpr bool value = true;
+};
+
+/// What a Dataset wraps a View `V` of `rank` in: a View of `Scalar` in
+/// `Memory`, named by `role` in the messages.
+template <class V, int Rank, class Scalar, class Memory>
+struct AcceptsView {
+  static_assert(Kokkos::is_view<V>::value,
+                "gradsum::Dataset: features and targets must be Kokkos Views");
+  static_assert(int(V::rank) == Rank,
+                "gradsum::Dataset: features must be a rank-2 View (n x d) and targets a rank-1 "
+                "View (n)");
+  static_assert(std::is_same<typename V::value_type, Scalar>::value,
+                "gradsum::Dataset: features and targets must hold the Dataset's (non-const) "
+                "Scalar: use Dataset::copy_from, which converts");
+  static_assert(std::is_same<typename V::memory_space, Memory>::value,
+                "gradsum::Dataset: features and targets must live in the Dataset's memory "
+                "space: use Dataset::copy_from, which copies between spaces");
+  static constexpr bool value = true;
+};
+
+/// The Dataset layout that holds features X and targets Y without a copy:
+/// LayoutStride when either is strided, else X's own (which the Dataset
+/// then accepts or refuses with its message).
+template <class X, class Y>
+using deduced_layout_t =
+    std::conditional_t<std::is_same<typename X::array_layout, Kokkos::LayoutStride>::value ||
+                           std::is_same<typename Y::array_layout, Kokkos::LayoutStride>::value,
+                       Kokkos::LayoutStride, typename X::array_layout>;
+
+/// staged(i, ...) = Scalar(v(i, ...)) for row i (a functor: CUDA's
+/// lambdas cannot capture inside `if constexpr`).
+template <class Scalar, class Staged, class V>
+struct ConvertRows {
+  Staged staged;
+  V v;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    if constexpr (int(V::rank) == 2) {
+      for (std::size_t j = 0; j < staged.extent(1); ++j) staged(i, j) = Scalar(v(i, j));
+    } else {
+      staged(i) = Scalar(v(i));
+    }
+  }
+};
+
+template <class Scalar, int Rank>
+using right_data_t = std::conditional_t<Rank == 2, Scalar**, Scalar*>;
+
+/// A copy of the rank-1 or rank-2 View `v` as a LayoutRight View of
+/// `Scalar` in `Memory`: converted in v's own space, then moved across
+/// spaces as one contiguous block. Blocking. (A declared return
+/// type: CUDA's extended lambdas refuse a deduced one.)
+template <class Scalar, class Memory, class V>
+Kokkos::View<right_data_t<Scalar, int(V::rank)>, Kokkos::LayoutRight, Memory> copy_as_layout_right(
+    const V& v, const char* label) {
+  using Source = typename V::memory_space;
+  using Staged = Kokkos::View<right_data_t<Scalar, int(V::rank)>, Kokkos::LayoutRight, Source>;
+  const auto alloc = Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label));
+  Staged staged;
+  if constexpr (int(V::rank) == 2) staged = Staged(alloc, v.extent(0), v.extent(1));
+  else staged = Staged(alloc, v.extent(0));
+  Kokkos::parallel_for(
+      "gradsum::data::copy_from",
+      Kokkos::RangePolicy<typename V::execution_space, Kokkos::IndexType<std::int64_t>>(
+          0, std::int64_t(v.extent(0))),
+      ConvertRows<Scalar, Staged, V>{staged, v});
+  Kokkos::fence();
+  if constexpr (std::is_same<Source, Memory>::value) {
+    return staged;
+  } else {
+    const Kokkos::View<typename Staged::data_type, Kokkos::LayoutRight, Memory> out(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), staged.layout());
+    Kokkos::deep_copy(out, staged);
+    return out;
+  }
+}
+
+}  // namespace detail
 
 /// n samples of d features and one target each, in `MemorySpace`.
 ///
-/// Features are a row-major (LayoutRight) n x d View, so one sample is d
-/// contiguous values and a linear model reads each row once. Targets are
-/// values for regression, 0/1 for binary classification and class indices
-/// 0 … C-1 for softmax, stored as `Scalar`.
-template <class Scalar,
-          class MemorySpace = Kokkos::DefaultExecutionSpace::memory_space>
+/// Features are an n x d View in which one sample is d contiguous values,
+/// so that a linear model reads each row once: row-major (`Layout` =
+/// LayoutRight, the default), or LayoutStride with column stride 1 (the
+/// columns of a wider table, see from_table). Targets are values for
+/// regression, 0/1 for binary classification and class indices 0 … C-1
+/// for softmax, stored as `Scalar`; contiguous, or any stride where
+/// `Layout` is LayoutStride. Views of another layout (LayoutLeft), scalar
+/// type or memory space go through copy_from.
+template <class Scalar, class MemorySpace = Kokkos::DefaultExecutionSpace::memory_space,
+          class Layout = Kokkos::LayoutRight>
 class Dataset {
+  static_assert(detail::AcceptsFeaturesLayout<Layout>::value, "");
+
+  static constexpr bool strided = std::is_same<Layout, Kokkos::LayoutStride>::value;
+
  public:
   using scalar_type = Scalar;
   using memory_space = MemorySpace;
-  using features_view = Kokkos::View<Scalar**, Kokkos::LayoutRight, MemorySpace>;
-  using targets_view = Kokkos::View<Scalar*, MemorySpace>;
+  using array_layout = Layout;
+  using features_view = Kokkos::View<Scalar**, Layout, MemorySpace>;
+  using targets_view = std::conditional_t<strided, Kokkos::View<Scalar*, Kokkos::LayoutStride, MemorySpace>,
+                                          Kokkos::View<Scalar*, MemorySpace>>;
 
   /// An empty data set (no rows, no features).
   Dataset() = default;
 
-  /// Wraps existing Views (no copy). `features.extent(0)` must equal
-  /// `targets.extent(0)`.
-  Dataset(features_view features, targets_view targets)
-      : x_(features), y_(targets) {
+  /// Wraps existing Views (no copy): `features` an n x d View and
+  /// `targets` an n View, both of `Scalar` in `MemorySpace`. Features
+  /// must be LayoutRight or LayoutStride with column stride 1 (a compile-
+  /// time error for LayoutLeft); a strided View in a LayoutRight Dataset
+  /// must have exactly the strides of a LayoutRight one. Throws
+  /// gradsum::Error, naming the argument, when rows or strides do not fit.
+  /// `gradsum::Dataset data(x, y);` deduces the type from the Views.
+  template <class X, class Y>
+  Dataset(const X& features, const Y& targets)
+      : x_(checked_features(features)), y_(checked_targets(targets)) {
     if (x_.extent(0) != y_.extent(0))
       detail::fail("gradsum::Dataset: features have ", x_.extent(0),
                    " rows but targets have ", y_.extent(0));
+  }
+
+  /// Wraps the columns of an n x c `table` (a View of `Scalar` in
+  /// `MemorySpace` with contiguous rows) without copying: column
+  /// `target_column` is the target, the other c - 1 columns the features.
+  /// The target must be the first or the last column, so that each row's
+  /// features stay contiguous; a target in between is refused (copy the
+  /// columns with copy_from). Throws gradsum::Error naming the column.
+  template <class Table>
+  static Dataset<Scalar, MemorySpace, Kokkos::LayoutStride> from_table(const Table& table,
+                                                                       int target_column) {
+    static_assert(detail::AcceptsView<Table, 2, Scalar, MemorySpace>::value, "");
+    static_assert(detail::AcceptsFeaturesLayout<typename Table::array_layout>::value, "");
+    const std::int64_t c = std::int64_t(table.extent(1));
+    if (target_column < 0 || target_column >= c)
+      detail::fail("gradsum::Dataset::from_table: target_column is ", target_column,
+                   "; expected a column of the table, 0 to ", c - 1, " (it has ", c,
+                   " columns)");
+    if (target_column != 0 && target_column != c - 1)
+      detail::fail("gradsum::Dataset::from_table: target_column ", target_column,
+                   " lies between feature columns of the ", c,
+                   "-column table, so a row's features are not contiguous; put the target "
+                   "first (0) or last (", c - 1, "), or copy with Dataset::copy_from");
+    const std::int64_t first = target_column == 0 ? 1 : 0;
+    return Dataset<Scalar, MemorySpace, Kokkos::LayoutStride>(
+        Kokkos::subview(table, Kokkos::ALL(), Kokkos::make_pair(first, first + c - 1)),
+        Kokkos::subview(table, Kokkos::ALL(), std::int64_t(target_column)));
+  }
+
+  /// Copies n x d `features` and n `targets` of any layout, scalar type and
+  /// memory space (host Views into a device Dataset, say) into new
+  /// row-major Views in `MemorySpace`, converting to `Scalar`. Throws
+  /// gradsum::Error when the row counts differ. Blocking.
+  template <class X, class Y>
+  static Dataset copy_from(const X& features, const Y& targets) {
+    static_assert(Kokkos::is_view<X>::value && int(X::rank) == 2,
+                  "gradsum::Dataset::copy_from: features must be a rank-2 Kokkos View (n x d)");
+    static_assert(Kokkos::is_view<Y>::value && int(Y::rank) == 1,
+                  "gradsum::Dataset::copy_from: targets must be a rank-1 Kokkos View (n)");
+    if (features.extent(0) != targets.extent(0))
+      detail::fail("gradsum::Dataset::copy_from: features have ", features.extent(0),
+                   " rows but targets have ", targets.extent(0));
+    return Dataset(
+        detail::copy_as_layout_right<Scalar, MemorySpace>(features, "gradsum::data::features"),
+        detail::copy_as_layout_right<Scalar, MemorySpace>(targets, "gradsum::data::targets"));
   }
 
   /// Copies row-major host data (`features` holds n*d values) into new
@@ -53,12 +207,11 @@ class Dataset {
     if (targets.size() != std::size_t(num_samples))
       detail::fail("gradsum::Dataset::from_host: expected ", num_samples,
                    " targets, got ", targets.size());
-    features_view x(Kokkos::view_alloc(Kokkos::WithoutInitializing,
-                                       "gradsum::data::features"),
-                    num_samples, num_features);
-    targets_view y(Kokkos::view_alloc(Kokkos::WithoutInitializing,
-                                      "gradsum::data::targets"),
-                   num_samples);
+    Kokkos::View<Scalar**, Kokkos::LayoutRight, MemorySpace> x(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::data::features"), num_samples,
+        num_features);
+    Kokkos::View<Scalar*, MemorySpace> y(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::data::targets"), num_samples);
     auto hx = Kokkos::create_mirror_view(x);
     auto hy = Kokkos::create_mirror_view(y);
     for (std::int64_t i = 0; i < num_samples; ++i) {
@@ -83,8 +236,46 @@ class Dataset {
   const targets_view& targets() const { return y_; }
 
  private:
+  // Checked before Kokkos converts the View, whose own check of a strided
+  // View against LayoutRight aborts the program without naming gradsum.
+  template <class X>
+  static features_view checked_features(const X& x) {
+    static_assert(detail::AcceptsView<X, 2, Scalar, MemorySpace>::value, "");
+    static_assert(detail::AcceptsFeaturesLayout<typename X::array_layout>::value, "");
+    if constexpr (std::is_same<typename X::array_layout, Kokkos::LayoutStride>::value) {
+      if (strided && x.extent(1) > 1 && x.stride(1) != 1)
+        detail::fail("gradsum::Dataset: features have column stride ", x.stride(1),
+                     ", so a row is not contiguous; expected 1: use Dataset::copy_from");
+      if (!strided && (x.stride(1) != 1 || x.stride(0) != x.extent(1)))
+        detail::fail("gradsum::Dataset: features have strides (", x.stride(0), ", ",
+                     x.stride(1), "), not those of a LayoutRight ", x.extent(0), " x ",
+                     x.extent(1), " View (", x.extent(1),
+                     ", 1): use Dataset<Scalar, Memory, Kokkos::LayoutStride>, or "
+                     "`gradsum::Dataset data(x, y)` to deduce it, or Dataset::from_table");
+    }
+    return x;
+  }
+  template <class Y>
+  static targets_view checked_targets(const Y& y) {
+    static_assert(detail::AcceptsView<Y, 1, Scalar, MemorySpace>::value, "");
+    if constexpr (std::is_same<typename Y::array_layout, Kokkos::LayoutStride>::value)
+      if (!strided && y.stride(0) != 1)
+        detail::fail("gradsum::Dataset: targets have stride ", y.stride(0),
+                     "; a LayoutRight Dataset holds contiguous targets: use Dataset<Scalar, "
+                     "Memory, Kokkos::LayoutStride>, or `gradsum::Dataset data(x, y)` to "
+                     "deduce it, or Dataset::from_table");
+    return y;
+  }
+
   features_view x_;
   targets_view y_;
 };
+
+/// `gradsum::Dataset data(x, y);` holds the Views x and y as they are:
+/// their scalar type and memory space, LayoutStride where either is
+/// strided.
+template <class X, class Y>
+Dataset(const X&, const Y&) -> Dataset<typename X::non_const_value_type, typename X::memory_space,
+                                       detail::deduced_layout_t<X, Y>>;
 
 }  // namespace gradsum

@@ -112,6 +112,11 @@ struct BinaryCrossEntropy {
     d2[0] = q * (Scalar(1) - q);
   }
 
+  /// Writes the probability of class 1, sigmoid(z), into `p[0]`.
+  template <class Scalar>
+  KOKKOS_FUNCTION static void probabilities(const Scalar* z, int /*num_outputs*/, Scalar* p) {
+    p[0] = sigmoid(z[0]);
+  }
   /// The predicted class: 1 when the logit is positive, else 0.
   template <class Scalar>
   KOKKOS_FUNCTION static int predict_class(const Scalar* z,

@@ -96,6 +96,18 @@ struct SoftmaxCrossEntropy {
       for (int e = 0; e < k; ++e) d2[c * k + e] = (c == e ? p[c] : Scalar(0)) - p[c] * p[e];
   }
 
+  /// Writes the class probabilities p = softmax(z) into `p[0..C)`, the
+  /// largest logit subtracted first so that no exponential overflows.
+  template <class Scalar>
+  KOKKOS_FUNCTION static void probabilities(const Scalar* z, int num_outputs, Scalar* p) {
+    const Scalar m = max_logit(z, num_outputs);
+    Scalar s = 0;
+    for (int c = 0; c < num_outputs; ++c) {
+      p[c] = math::exp(z[c] - m);
+      s += p[c];
+    }
+    for (int c = 0; c < num_outputs; ++c) p[c] /= s;
+  }
   /// The predicted class: the index of the largest logit (first on ties).
   template <class Scalar>
   KOKKOS_FUNCTION static int predict_class(const Scalar* z, int num_outputs) {

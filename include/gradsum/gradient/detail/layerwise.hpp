@@ -229,8 +229,10 @@ void gather_rows(const Space& space, const X& x, const Rows& rows, std::int64_t 
   const Scalar last = ones ? Scalar(1) : Scalar(0);
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                            typename Space::memory_space>::accessible) {
-    static_assert(std::is_same<typename X::array_layout, Kokkos::LayoutRight>::value,
-                  "gather_rows copies rows of a LayoutRight x");
+    // (A Dataset's rows are contiguous in both of its layouts.)
+    static_assert(std::is_same<typename X::array_layout, Kokkos::LayoutRight>::value ||
+                      std::is_same<typename X::array_layout, Kokkos::LayoutStride>::value,
+                  "gather_rows copies contiguous rows of x");
     Kokkos::parallel_for(
         label,
         Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0,
@@ -478,13 +480,15 @@ void layerwise_sum(const Space& space, const Model& model, const Loss& loss, con
   }
 }
 
-/// How many of the rows [0, n) of `data` the classifier `loss` labels
-/// correctly from `model`'s outputs, computed layer by layer in panels
-/// (allocates their workspace). Blocking.
-template <class Space, class Model, class Loss, class Theta, class Data>
-std::int64_t layerwise_count_correct(const Space& space, const Model& model, const Loss& loss,
-                                     const Theta& theta, const Data& data) {
-  using Scalar = typename Data::scalar_type;
+/// The sum over the rows r of the n x d features `x` of f(r, z, sum), z
+/// the model's k outputs for row r (const Scalar*), computed layer by
+/// layer in panels (allocates their workspace): predictions and metrics
+/// of a network beyond the per-sample limits. `who` names the caller in
+/// errors. Blocking.
+template <class Value, class Space, class Model, class Theta, class X, class F>
+Value layerwise_reduce_outputs(const Space& space, const Model& model, const Theta& theta,
+                               const X& x, const F& f, const char* who, const char* label) {
+  using Scalar = typename Theta::non_const_value_type;
   using Memory = typename Space::memory_space;
   using Layers = std::decay_t<decltype(model.dense_layers())>;
   const auto layers = model.dense_layers();
@@ -492,29 +496,22 @@ std::int64_t layerwise_count_correct(const Space& space, const Model& model, con
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::metrics::layerwise_panels"),
       std::size_t(layerwise_panel_rows(layers)) * layerwise_row_scalars(layers) +
           layerwise_fixed_scalars);
-  const LayerwisePanels<Scalar, Memory, Layers> panels(space, layers, work,
-                                                       "gradsum::count_correct");
-  const RowRange rows{0, data.num_samples()};
-  const int k = model.num_outputs();
-  const auto y = data.targets();
-  std::int64_t correct = 0;
+  const LayerwisePanels<Scalar, Memory, Layers> panels(space, layers, work, who);
+  const RowRange rows{0, std::int64_t(x.extent(0))};
+  Value total{};
   for (std::int64_t first = 0; first < rows.size(); first += panels.rows) {
     const std::int64_t m =
         rows.size() - first < panels.rows ? rows.size() - first : panels.rows;
-    const auto a0 = panels.input_panel(space, data.features(), rows, first, m);
+    const auto a0 = panels.input_panel(space, x, rows, first, m);
     panels.forward(space, theta.data(), a0, m);
     const auto z = panels.model_outputs(m);
-    std::int64_t here = 0;
+    Value here{};
     Kokkos::parallel_reduce(
-        "gradsum::metrics::count_correct_layerwise",
-        Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, m),
-        KOKKOS_LAMBDA(std::int64_t r, std::int64_t & sum) {
-          sum += Scalar(loss.predict_class(&z(r, 0), k)) == y(first + r) ? 1 : 0;
-        },
-        here);
-    correct += here;
+        label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, m),
+        KOKKOS_LAMBDA(std::int64_t r, Value & sum) { f(first + r, &z(r, 0), sum); }, here);
+    total += here;
   }
-  return correct;
+  return total;
 }
 
 }  // namespace detail
