@@ -76,16 +76,18 @@ inline std::string user_thread_choice(int argc, char** argv) {
 /// The OpenMP runtime reads OMP_PROC_BIND and OMP_PLACES once, when it is
 /// loaded, before main: setting them later binds nothing. So an unset
 /// OMP_PROC_BIND is set to describe what the runtime already does, which
-/// silences Kokkos' warning without a false claim: "true" if OMP_PLACES is
-/// set (the runtime then binds), else "false". Threads are asked of Kokkos
+/// silences Kokkos' warning without a false claim: "true" if OMP_PLACES
+/// (or GCC's GOMP_CPU_AFFINITY) is set, as the runtime then binds, else
+/// "false". Threads are asked of Kokkos
 /// through KOKKOS_NUM_THREADS, which Kokkos 3.4 through 4.x read at
 /// initialization. Not thread-safe (setenv); call before other threads start.
 inline ThreadChoice environment_threads(int argc, char** argv, int local_ranks) {
   ThreadChoice c;
   c.cores = available_cores();
   c.local_ranks = local_ranks > 0 ? local_ranks : 1;
-  if (std::getenv("OMP_PROC_BIND") == nullptr)
-    ::setenv("OMP_PROC_BIND", std::getenv("OMP_PLACES") != nullptr ? "true" : "false", 1);
+  const bool places = std::getenv("OMP_PLACES") != nullptr ||
+                      std::getenv("GOMP_CPU_AFFINITY") != nullptr;  // GCC's runtime binds then
+  if (std::getenv("OMP_PROC_BIND") == nullptr) ::setenv("OMP_PROC_BIND", places ? "true" : "false", 1);
   const std::string user = user_thread_choice(argc, argv);
   if (!user.empty()) {
     c.origin = user;
