@@ -76,8 +76,25 @@ expect 1 "holds 3 class names in its target column; logistic regression takes 2"
 sed 's/,virginica$/,virginia/' names.csv >typo.csv
 expect 1 "typo.csv: class 'virginia' is not one of the 3 classes of the model in 'names.ckpt'" \
   "prediction on a name the model does not know" -- "$predict" --params names.ckpt --data typo.csv
+expect 1 "--resume: 'numbers.ckpt' was written for 0 class names, this run's data has 3 other ones" \
+  "resuming a run on numbers with names" -- "$train" --data names.csv "${args[@]}" --epochs 31 \
+  --resume numbers.ckpt
+# A checkpoint whose names, resealed, are one fewer than its classes.
+python3 - names.ckpt forged.ckpt <<'PY'
+import struct, sys, zlib
+data = open(sys.argv[1], 'rb').read()
+names = [b'setosa', b'versicolor', b'virginica']
+tail = struct.pack('<I', 3) + b''.join(struct.pack('<I', len(n)) + n for n in names)
+body = data[:-4]
+assert body.endswith(tail)
+body = body[:-len(tail)] + struct.pack('<I', 2) + tail[4:4 + 4 + 6 + 4 + 10]
+body = body[:16] + struct.pack('<Q', len(body) + 4) + body[24:]
+open(sys.argv[2], 'wb').write(body + struct.pack('<I', zlib.crc32(body) & 0xffffffff))
+PY
+expect 1 "'forged.ckpt' holds 2 class names for a model with 3 classes (loss softmax_cross_entropy); the file is corrupted" \
+  "a checkpoint with fewer names than classes" -- "$predict" --params forged.ckpt --data names.csv
 # Two classes: logistic regression, names printed by gradsum-predict.
-grep -v virginica names.csv | sed 's/^150,/100,/' >two.csv
+grep -v virginica names.csv >two.csv  # the header names virginica too: gone
 "$train" --data two.csv --model logistic --standardize --epochs 20 --checkpoint two.ckpt \
   --progress off >two.txt 2>&1 || bad "logistic on 2 names: exit $?: $(tail -c 300 two.txt)"
 "$predict" --params two.ckpt --data two.csv 2>/dev/null | cut -d' ' -f1 | sort -u >two_names.txt

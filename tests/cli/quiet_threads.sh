@@ -35,7 +35,7 @@ threads() {
 plural() { if (($1 == 1)); then echo "$1 $2"; else echo "$1 $2s"; fi; }
 
 # nproc counts this process's cores (but heeds OMP_NUM_THREADS, unset here).
-cores="$("${unset_all[@]}" nproc)"
+cores="$("${unset_all[@]}" -u OMP_THREAD_LIMIT nproc)"
 expected=$((cores > 1 ? cores : 1))
 "${unset_all[@]}" "$train" "${args[@]}" --checkpoint iris.ckpt >out.txt 2>err.txt ||
   bad "1 rank: exit $?: $(head -c 400 err.txt)"
@@ -56,7 +56,7 @@ threads "--kokkos-threads=1" "1 thread (set by --kokkos-threads)"
 
 if [[ -n "$mpiexec" ]]; then
   # Each rank's own cores (a launcher may bind ranks), divided by the 2 ranks.
-  per_rank="$("${unset_all[@]}" "$mpiexec" "$np_flag" 2 env -u OMP_NUM_THREADS nproc | sort -n | head -n 1)"
+  per_rank="$("${unset_all[@]}" "$mpiexec" "$np_flag" 2 env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc | sort -n | head -n 1)"
   expected=$((per_rank / 2 > 1 ? per_rank / 2 : 1))
   "${unset_all[@]}" "$mpiexec" "$np_flag" 2 "$train" "${args[@]}" >out.txt 2>err.txt ||
     bad "2 ranks: exit $?: $(head -c 400 err.txt)"
