@@ -127,8 +127,12 @@ struct Context {
 // The banner's "N threads (why)": the space's own count, and who chose it.
 template <class Space>
 std::string describe_threads(const gradsum::ThreadChoice& c) {
-  const int n = Space().concurrency();
-  std::string out = gradsum::concat(n, n == 1 ? " thread" : " threads");
+  // A device's concurrency counts its lanes; the choice is the host's threads.
+  int n = 0;
+  constexpr bool host = std::is_same<typename Space::memory_space, Kokkos::HostSpace>::value;
+  if constexpr (host) n = Space().concurrency();
+  else n = Kokkos::DefaultHostExecutionSpace().concurrency();
+  std::string out = gradsum::concat(n, host ? "" : " host", n == 1 ? " thread" : " threads");
   if (c.threads > 0)
     out += gradsum::concat(" (", c.cores, c.cores == 1 ? " core / " : " cores / ", c.local_ranks,
                            c.local_ranks == 1 ? " rank" : " ranks", " on this node)");
