@@ -188,6 +188,9 @@ void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum
 
 int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);  // a file-size limit fails the write with EFBIG instead
+  // Before anything starts Kokkos: all this process's cores, unless the
+  // user chose, and a settled OMP_PROC_BIND, so Kokkos has nothing to warn of.
+  gradsum::choose_host_threads(argc, argv);
   Options o;
   try {
     o = parse(argc, argv);

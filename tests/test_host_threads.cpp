@@ -62,7 +62,7 @@ TEST_CASE("HostThreads::per_rank: cores / local ranks unless the user chose") {
     ScopedVariables env({{"OMP_NUM_THREADS", nullptr}, {"KOKKOS_NUM_THREADS", nullptr},
                          {"OMP_PROC_BIND", nullptr}, {"OMP_PLACES", nullptr},
                          {"GOMP_CPU_AFFINITY", nullptr}});
-    const auto one = gradsum::detail::environment_threads(1, argv, 1);
+    const auto one = gradsum::choose_host_threads(1, argv, 1);
     CHECK(one.cores >= 1);
     CHECK(one.cores <= online_cores());
     CHECK(one.threads == one.cores);
@@ -72,20 +72,20 @@ TEST_CASE("HostThreads::per_rank: cores / local ranks unless the user chose") {
     // More ranks than cores: one thread each, never none (the variable
     // the first call set would now count as the user's).
     ::unsetenv("KOKKOS_NUM_THREADS");
-    const auto many = gradsum::detail::environment_threads(1, argv, one.cores + 1);
+    const auto many = gradsum::choose_host_threads(1, argv, one.cores + 1);
     CHECK(many.threads == 1);
     CHECK(many.local_ranks == one.cores + 1);
   }
   {
     ScopedVariables env({{"OMP_NUM_THREADS", nullptr}, {"KOKKOS_NUM_THREADS", nullptr},
                          {"OMP_PROC_BIND", nullptr}, {"OMP_PLACES", "cores"}});
-    gradsum::detail::environment_threads(1, argv, 1);
+    gradsum::choose_host_threads(1, argv, 1);
     CHECK(variable("OMP_PROC_BIND") == "true");  // places given: the runtime binds
   }
   {
     ScopedVariables env({{"OMP_NUM_THREADS", "3"}, {"KOKKOS_NUM_THREADS", nullptr},
                          {"OMP_PROC_BIND", "spread"}});
-    const auto c = gradsum::detail::environment_threads(1, argv, 1);
+    const auto c = gradsum::choose_host_threads(1, argv, 1);
     CHECK(c.threads == 0);
     CHECK(c.origin == "OMP_NUM_THREADS");
     CHECK(variable("OMP_PROC_BIND") == "spread");
@@ -95,7 +95,7 @@ TEST_CASE("HostThreads::per_rank: cores / local ranks unless the user chose") {
     ScopedVariables env({{"OMP_NUM_THREADS", nullptr}, {"KOKKOS_NUM_THREADS", nullptr}});
     char flag[] = "--kokkos-num-threads=2";
     char* with_flag[] = {program, flag, nullptr};
-    const auto c = gradsum::detail::environment_threads(2, with_flag, 1);
+    const auto c = gradsum::choose_host_threads(2, with_flag, 1);
     CHECK(c.threads == 0);
     CHECK(c.origin == "--kokkos-num-threads");
     CHECK(variable("KOKKOS_NUM_THREADS") == "(unset)");

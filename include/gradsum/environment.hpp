@@ -22,10 +22,10 @@ namespace gradsum {
 class Environment {
  public:
   /// With HostThreads::per_rank, and when it starts Kokkos, it picks the host
-  /// threads first (see HostThreads; one process: all its cores).
+  /// threads first (see HostThreads and choose_host_threads; one process: all its cores).
   Environment(int& argc, char**& argv, HostThreads threads = HostThreads::kokkos) {
     if (!Kokkos::is_initialized()) {
-      if (threads == HostThreads::per_rank) choice_ = detail::environment_threads(argc, argv, 1);
+      if (threads == HostThreads::per_rank) choice_ = choose_host_threads(argc, argv, 1);
       Kokkos::initialize(argc, argv);
       owns_kokkos_ = true;
     }

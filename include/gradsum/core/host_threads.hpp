@@ -25,7 +25,7 @@ enum class HostThreads {
   /// --kokkos-threads, --kokkos-num-threads): max(1, cores / ranks on this
   /// node), where the cores are those this process may run on. And unless
   /// OMP_PROC_BIND is set, it is set to what the OpenMP runtime does
-  /// (see environment_threads below), which keeps Kokkos from warning.
+  /// (see choose_host_threads below), which keeps Kokkos from warning.
   per_rank
 };
 
@@ -70,25 +70,31 @@ inline std::string user_thread_choice(int argc, char** argv) {
   return {};
 }
 
-/// Prepares the process environment before Kokkos starts, for
-/// HostThreads::per_rank with `local_ranks` processes on this node.
+}  // namespace detail
+
+/// Picks the host threads before Kokkos starts, as HostThreads::per_rank
+/// does, for a process with `local_ranks` processes of its job on its node
+/// (a program that starts Kokkos itself, without gradsum::Environment, calls
+/// it first; gradsum-predict does). Unless the user chose (see
+/// HostThreads), max(1, cores / local_ranks) threads are asked of Kokkos
+/// through KOKKOS_NUM_THREADS, which Kokkos 3.4 through 4.x read at
+/// initialization.
 ///
 /// The OpenMP runtime reads OMP_PROC_BIND and OMP_PLACES once, when it is
 /// loaded, before main: setting them later binds nothing. So an unset
 /// OMP_PROC_BIND is set to describe what the runtime already does, which
 /// silences Kokkos' warning without a false claim: "true" if OMP_PLACES
 /// (or GCC's GOMP_CPU_AFFINITY) is set, as the runtime then binds, else
-/// "false". Threads are asked of Kokkos
-/// through KOKKOS_NUM_THREADS, which Kokkos 3.4 through 4.x read at
-/// initialization. Not thread-safe (setenv); call before other threads start.
-inline ThreadChoice environment_threads(int argc, char** argv, int local_ranks) {
+/// "false". Not thread-safe (setenv): call before other threads start, and
+/// once (its own KOKKOS_NUM_THREADS would then count as the user's).
+inline ThreadChoice choose_host_threads(int argc, char** argv, int local_ranks = 1) {
   ThreadChoice c;
-  c.cores = available_cores();
+  c.cores = detail::available_cores();
   c.local_ranks = local_ranks > 0 ? local_ranks : 1;
   const bool places = std::getenv("OMP_PLACES") != nullptr ||
                       std::getenv("GOMP_CPU_AFFINITY") != nullptr;  // GCC's runtime binds then
   if (std::getenv("OMP_PROC_BIND") == nullptr) ::setenv("OMP_PROC_BIND", places ? "true" : "false", 1);
-  const std::string user = user_thread_choice(argc, argv);
+  const std::string user = detail::user_thread_choice(argc, argv);
   if (!user.empty()) {
     c.origin = user;
     return c;
@@ -99,5 +105,4 @@ inline ThreadChoice environment_threads(int argc, char** argv, int local_ranks) 
   return c;
 }
 
-}  // namespace detail
 }  // namespace gradsum

@@ -31,7 +31,7 @@ class Environment {
     mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
     if (!Kokkos::is_initialized()) {
       if (threads == HostThreads::per_rank)
-        choice_ = detail::environment_threads(argc, argv, local_ranks());
+        choice_ = choose_host_threads(argc, argv, local_ranks());
       Kokkos::initialize(argc, argv);
       owns_kokkos_ = true;
     }
