@@ -5,6 +5,7 @@
 
 #include <gradsum/data/csv.hpp>
 #include <gradsum/data/scaling.hpp>
+#include <gradsum/data/split.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -454,6 +455,10 @@ TEST_CASE("CSV: class names in the target column become classes in sorted order"
   CHECK(h.class_names == std::vector<std::string>{"no", "yes"});
   CHECK(h.targets == std::vector<double>{0, 1});
   CHECK(h.features == std::vector<double>{1, 2});
+  // Both sides of a split keep the names their targets stand for.
+  const auto [train, test] = gradsum::train_test_split(t, 0.5, 1);
+  CHECK(train.class_names == t.class_names);
+  CHECK(test.class_names == t.class_names);
   // Numbers stay numbers, with no names.
   const auto n = parse("1,0\n2,1\n", options);
   CHECK(n.class_names.empty());
