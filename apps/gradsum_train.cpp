@@ -452,9 +452,14 @@ int with_optimizer(const Context& context, const Model& model, const Loss& loss,
 }
 
 // The number of classes C of integer labels 0 … C-1, checked for a softmax head.
-int count_classes(const gradsum::Table& table) {
-  double classes = 0;
+// With class names, C is their number, even if the last class has no rows
+// left after the held-out splits.
+int count_classes(const gradsum::Table& table, const std::vector<std::string>& names) {
+  double classes = double(names.size());
   for (double y : table.targets) classes = y + 1 > classes ? y + 1 : classes;
+  if (!names.empty() && !(classes >= 2 && classes <= gradsum::max_outputs))
+    gradsum::fail(table.source, ": softmax needs 2 to ", gradsum::max_outputs,
+                  " classes; the target column names ", names.size());
   if (!(classes >= 2 && classes <= gradsum::max_outputs))
     gradsum::fail(table.source, ": softmax needs integer class labels 0 … C-1 with ",
                   "2 <= C <= ", gradsum::max_outputs, "; the largest label is ",
@@ -466,6 +471,7 @@ template <class Space>
 int run_on(const Context& context, const Aggregation& aggregation) {
   const Options& o = context.options;
   const gradsum::Table& table = context.inputs.train;
+  const std::vector<std::string>& names = context.inputs.class_names;
   const int d = int(table.num_features);
   // --mlp-path: MLP and softmax regression by matrix products (the
   // layer-wise path) or one sample at a time.
@@ -487,7 +493,7 @@ int run_on(const Context& context, const Aggregation& aggregation) {
       return with_optimizer<Space>(context, on_path(gradsum::MLP(d, o.hidden, 1, activation)),
                                    gradsum::BinaryCrossEntropy{}, aggregation);
     return with_optimizer<Space>(
-        context, on_path(gradsum::MLP(d, o.hidden, count_classes(table), activation)),
+        context, on_path(gradsum::MLP(d, o.hidden, count_classes(table, names), activation)),
         gradsum::SoftmaxCrossEntropy{}, aggregation);
   }
   if (o.model == "linear")
@@ -496,7 +502,7 @@ int run_on(const Context& context, const Aggregation& aggregation) {
   if (o.model == "logistic")
     return with_optimizer<Space>(context, gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
                                  aggregation);
-  return with_optimizer<Space>(context, on_path(gradsum::Softmax(d, count_classes(table))),
+  return with_optimizer<Space>(context, on_path(gradsum::Softmax(d, count_classes(table, names))),
                                gradsum::SoftmaxCrossEntropy{}, aggregation);
 }
 

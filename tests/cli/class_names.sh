@@ -93,6 +93,18 @@ open(sys.argv[2], 'wb').write(body + struct.pack('<I', zlib.crc32(body) & 0xffff
 PY
 expect 1 "'forged.ckpt' holds 2 class names for a model with 3 classes (loss softmax_cross_entropy); the file is corrupted" \
   "a checkpoint with fewer names than classes" -- "$predict" --params forged.ckpt --data names.csv
+printf '1,a\n2,a\n' >one_name.csv
+expect 1 "one_name.csv: softmax needs 2 to 64 classes; the target column names 1" \
+  "a single class name" -- "$train" --data one_name.csv --model softmax --progress off
+# The model has a class per name even when the held-out rows take all of
+# one class (with these seeds, 0 and 5 put the one 'c' row in the test rows).
+printf '0.1,a\n0.2,a\n0.3,a\n0.9,b\n1.0,b\n1.1,b\n2.0,c\n0.15,a\n0.95,b\n0.25,a\n' >few.csv
+for seed in 0 1 2 3 4 5; do
+  "$train" --data few.csv --model softmax --test-fraction 0.5 --seed "$seed" --epochs 2 \
+    --checkpoint few.ckpt --progress off >/dev/null 2>&1 || bad "few.csv, seed $seed: exit $?"
+  "$predict" --params few.ckpt --data few.csv >/dev/null 2>err.txt ||
+    bad "few.csv, seed $seed: predict: $(cat err.txt)"
+done
 # Two classes: logistic regression, names printed by gradsum-predict.
 grep -v virginica names.csv >two.csv  # the header names virginica too: gone
 "$train" --data two.csv --model logistic --standardize --epochs 20 --checkpoint two.ckpt \
