@@ -51,9 +51,11 @@ std::string class_names_disagree(const std::vector<std::string>& names, const st
   gradsum::mpi::check(MPI_Allreduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD),
                       "MPI_Allreduce");
   if (most[0] == h && most[1] == ~h) return {};
-  return gradsum::concat("--data: the ranks read different class names from '", data, "' (",
-                         names.size(), " here", names.empty() ? "" : ", the first '",
-                         names.empty() ? "" : names[0].c_str(), names.empty() ? "" : "'",
+  std::string shown;  // the first 10 names
+  for (std::size_t k = 0; k < names.size() && k < 10; ++k) shown += (k ? ", " : "") + names[k];
+  if (names.size() > 10) shown += ", …";
+  return gradsum::concat("--data: the ranks read different class names from '", data,
+                         "' (this rank: ", names.empty() ? "none, the targets are numbers" : shown,
                          "); every rank must read the same file");
 }
 #else

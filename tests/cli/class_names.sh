@@ -122,7 +122,8 @@ if [[ -n "$mpiexec" ]]; then
     bad "2 ranks: the mapping is not printed once"
   # Rank 1 reads a file whose third class is named otherwise.
   sed 's/,virginica$/,virginia/' names.csv >other.csv
-  expect 1 "the ranks read different class names from" "ranks reading other class names" -- \
+  expect 1 "rank 0: --data: the ranks read different class names from 'names.csv' (this rank: setosa, versicolor, virginica); every rank must read the same file" \
+    "ranks reading other class names" -- \
     "$mpiexec" "$np_flag" 1 "$train" --data names.csv --model softmax --progress off : \
     "$np_flag" 1 "$train" --data other.csv --model softmax --progress off
 fi
