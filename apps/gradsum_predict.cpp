@@ -6,6 +6,7 @@
 
 #include <gradsum/gradsum.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
@@ -24,8 +25,9 @@ const char* usage() {
          "by the target (in its last column); an optional header row is skipped.\n"
          "Prints one line per row: the value (linear regression, or an MLP trained\n"
          "with the squared error), or the class and its probability (logistic and\n"
-         "softmax regression, and MLP classifiers). With targets, a last line on\n"
-         "standard error gives the mean squared error or the accuracy.\n"
+         "softmax regression, and MLP classifiers). A model trained on class names\n"
+         "prints the names, and the target column may hold them. With targets, a\n"
+         "last line on standard error gives the mean squared error or the accuracy.\n"
          "\n"
          "  --output FILE   write the lines to FILE instead (default '-', standard\n"
          "                  output); a regular file is replaced only once complete\n";
@@ -142,6 +144,43 @@ Predictions predict_rows(const Model& model, const std::vector<double>& theta,
   return p;
 }
 
+// A checkpoint's class names must name exactly its classes: the model's
+// outputs (softmax) or the two labels of logistic regression.
+void check_class_names(const gradsum::CheckpointData& c, const std::string& params) {
+  if (c.class_names.empty()) return;
+  const std::int64_t classes = c.loss == "softmax_cross_entropy" ? c.num_outputs
+                               : c.loss == "binary_cross_entropy" ? 2
+                                                                   : 0;
+  if (std::int64_t(c.class_names.size()) != classes)
+    gradsum::fail("'", params, "' holds ", c.class_names.size(), " class names for a model with ",
+                  classes, " classes (loss ", c.loss, "); the file is corrupted");
+}
+
+// Targets read as names, numbered as the model numbers them; a name the
+// model was not trained on is an error naming it.
+void number_as_model(gradsum::Table& table, const std::vector<std::string>& model_names,
+                     const std::string& params) {
+  if (table.class_names.empty()) return;
+  std::vector<double> index;
+  for (const std::string& name : table.class_names) {
+    const auto at = std::find(model_names.begin(), model_names.end(), name);
+    if (at == model_names.end())
+      gradsum::fail(table.source, ": class '", name, "' is not one of the ", model_names.size(),
+                    " classes of the model in '", params, "'");
+    index.push_back(double(at - model_names.begin()));
+  }
+  for (double& y : table.targets) y = index[std::size_t(y)];
+}
+
+// A predicted class: its name when the model has names, else its number.
+void print_class(gradsum::OutputFile& out, const gradsum::CheckpointData& c, int label,
+                 double probability) {
+  if (c.class_names.empty())
+    out.print("%d %.6f\n", label, probability);
+  else
+    out.print("%s %.6f\n", c.class_names[std::size_t(label)].c_str(), probability);
+}
+
 template <class Model>
 void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum::Table& table,
              bool targets, gradsum::OutputFile& out) {
@@ -167,7 +206,7 @@ void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum
     }
     const int label = predicted.labels[i];
     const double probability = predicted.probabilities[i];
-    out.print("%d %.6f\n", label, probability);
+    print_class(out, c, label, probability);
     if (targets && double(label) == table.targets[i]) ++correct;
   }
   out.commit();
@@ -185,6 +224,9 @@ void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum
 
 int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);  // a file-size limit fails the write with EFBIG instead
+  // Before anything starts Kokkos: all this process's cores, unless the
+  // user chose, and a settled OMP_PROC_BIND, so Kokkos has nothing to warn of.
+  gradsum::choose_host_threads(argc, argv);
   Options o;
   try {
     o = parse(argc, argv);
@@ -196,7 +238,11 @@ int main(int argc, char** argv) {
   try {
     const gradsum::CheckpointData c = gradsum::read_checkpoint(o.params);
     check_sizes(c, o.params);
-    gradsum::Table table = gradsum::read_csv(o.data);
+    check_class_names(c, o.params);
+    gradsum::CsvOptions csv;
+    csv.class_names = !c.class_names.empty();
+    gradsum::Table table = gradsum::read_csv(o.data, csv);
+    number_as_model(table, c.class_names, o.params);
     const bool targets = split_targets(table, std::size_t(c.num_features), o.params);
     if (!c.scaler.mean.empty()) c.scaler.transform(table);
     const int d = int(c.num_features), k = int(c.num_outputs);

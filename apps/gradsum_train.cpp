@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstdarg>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -40,10 +41,43 @@ Aggregation make_aggregation(const gradsum::RobustRule& rule) {
   gradsum::mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &ranks), "MPI_Comm_size");
   return Aggregation(MPI_COMM_WORLD, ranks > 1 ? rule : gradsum::RobustRule{});
 }
+// Every rank reads the file itself: ranks that found other class names
+// (files that differ between nodes) would number the classes differently.
+std::string class_names_disagree(const std::vector<std::string>& names, const std::string& data) {
+  std::string joined;
+  for (const auto& name : names) joined += name + '\n';  // names hold no line break
+  const unsigned long long h = std::hash<std::string>{}(joined);
+  unsigned long long mine[2] = {h, ~h}, most[2] = {0, 0};
+  gradsum::mpi::check(MPI_Allreduce(mine, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD),
+                      "MPI_Allreduce");
+  if (most[0] == h && most[1] == ~h) return {};
+  std::string shown;  // the first 10 names
+  for (std::size_t k = 0; k < names.size() && k < 10; ++k) shown += (k ? ", " : "") + names[k];
+  if (names.size() > 10) shown += ", …";
+  return gradsum::concat("--data: the ranks read different class names from '", data,
+                         "' (this rank: ", names.empty() ? "none, the targets are numbers" : shown,
+                         "); every rank must read the same file");
+}
 #else
 using Aggregation = gradsum::Local;
 Aggregation make_aggregation(const gradsum::RobustRule&) { return Aggregation{}; }
+std::string class_names_disagree(const std::vector<std::string>&, const std::string&) { return {}; }
 #endif
+
+// Class names stand for labels: a regression target, or the two labels of
+// logistic regression, cannot be names of other counts.
+void check_class_names(const Options& o, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  const bool regression = o.model == "linear" || (o.model == "mlp" && o.loss == "squared");
+  const bool binary = o.model == "logistic" || (o.model == "mlp" && o.loss == "logistic");
+  if (regression)
+    gradsum::fail("--data: '", o.data, "' holds class names in its target column ('",
+                  names[0], "' …), which a regression (--model ", o.model,
+                  o.model == "mlp" ? " --loss squared" : "", ") cannot fit; use a classifier");
+  if (binary && names.size() != 2)
+    gradsum::fail("--data: '", o.data, "' holds ", names.size(), " class names in its target "
+                  "column; logistic regression takes 2 (use --model softmax for more)");
+}
 
 gradsum::RobustRule robust_rule(const Options& o) {
   if (o.aggregate == "median") return gradsum::CoordinateMedian{};
@@ -81,6 +115,7 @@ struct Inputs {
   gradsum::Table test;
   gradsum::Table validation;
   gradsum::StandardScaler scaler;
+  std::vector<std::string> class_names;  // of a target column of names, else empty
 };
 
 // What every stage of a run reads, handed down instead of kept in globals.
@@ -88,7 +123,25 @@ struct Context {
   Options options;
   Inputs inputs;
   Printer say;
+  gradsum::ThreadChoice threads;  // how Environment picked the host threads
 };
+
+// The banner's "N threads (why)": the space's own count, and who chose it.
+template <class Space>
+std::string describe_threads(const gradsum::ThreadChoice& c) {
+  // A device's concurrency counts its lanes; the choice is the host's threads.
+  int n = 0;
+  constexpr bool host = std::is_same<typename Space::memory_space, Kokkos::HostSpace>::value;
+  if constexpr (host) n = Space().concurrency();
+  else n = Kokkos::DefaultHostExecutionSpace().concurrency();
+  std::string out = gradsum::concat(n, host ? "" : " host", n == 1 ? " thread" : " threads");
+  if (c.threads > 0)
+    out += gradsum::concat(" (", c.cores, c.cores == 1 ? " core / " : " cores / ", c.local_ranks,
+                           c.local_ranks == 1 ? " rank" : " ranks", " on this node)");
+  else
+    out += gradsum::concat(" (set by ", c.origin, ")");
+  return out;
+}
 
 template <class View>
 std::vector<double> host_values(const View& v) {
@@ -175,11 +228,18 @@ int train(const Context& context, const Model& model, const Loss& loss,
     path = step.layerwise() ? gradsum::concat(", matrix path (gemm ", GRADSUM_GEMM, ")")
                             : std::string(", per-sample path");
   say("gradsum-train: %s model, %s loss, %s optimizer, %zu samples x %zu features, "
-      "%d parameters, space %s, %d rank%s, %s%s\n",
+      "%d parameters, space %s, %s, %d rank%s, %s%s\n",
       model_name.c_str(), loss.name(), o.optimizer.c_str(), table.num_rows, table.num_features,
-      step.num_parameters(), gradsum::space_name<Space>().c_str(), ranks,
+      step.num_parameters(), gradsum::space_name<Space>().c_str(),
+      describe_threads<Space>(context.threads).c_str(), ranks,
       ranks == 1 ? "" : "s",
       o.batch == 0 ? "full batch" : ("batch " + std::to_string(o.batch)).c_str(), path.c_str());
+  if (!inputs.class_names.empty()) {
+    say("gradsum-train: classes");
+    for (std::size_t k = 0; k < inputs.class_names.size(); ++k)
+      say(" %zu=%s", k, inputs.class_names[k].c_str());
+    say("\n");
+  }
   if (o.reduce != "sum" || o.aggregate != "sum")
     say("gradsum-train: reduce %s, aggregate %s over %d %s\n", o.reduce.c_str(),
         robust_rule(o).name().c_str(), ranks > 1 ? ranks : o.workers,
@@ -199,6 +259,10 @@ int train(const Context& context, const Model& model, const Loss& loss,
     if (fit_options.start.seed != o.seed)
       gradsum::fail("--resume: '", o.resume, "' was written with --seed ",
                     fit_options.start.seed, ", this run has --seed ", o.seed);
+    if (saved.class_names != inputs.class_names)
+      gradsum::fail("--resume: '", o.resume, "' was written for ", saved.class_names.size(),
+                    " class names, this run's data has ", inputs.class_names.size(),
+                    " other ones (the classes would be numbered differently)");
     say("resumed from '%s' after epoch %lld, step %lld\n", o.resume.c_str(),
         static_cast<long long>(fit_options.start.epoch),
         static_cast<long long>(fit_options.start.step));
@@ -219,6 +283,7 @@ int train(const Context& context, const Model& model, const Loss& loss,
   }
   gradsum::Checkpointer<decltype(step), decltype(theta)> checkpoints(
       o.checkpoint, o.checkpoint_every, step, theta, inputs.scaler);
+  checkpoints.set_class_names(inputs.class_names);
   if (!o.checkpoint.empty()) callbacks.add(checkpoints);
   const gradsum::Table& validation_table = inputs.validation;
   Data validation;
@@ -389,9 +454,14 @@ int with_optimizer(const Context& context, const Model& model, const Loss& loss,
 }
 
 // The number of classes C of integer labels 0 … C-1, checked for a softmax head.
-int count_classes(const gradsum::Table& table) {
-  double classes = 0;
+// With class names, C is their number, even if the last class has no rows
+// left after the held-out splits.
+int count_classes(const gradsum::Table& table, const std::vector<std::string>& names) {
+  double classes = double(names.size());
   for (double y : table.targets) classes = y + 1 > classes ? y + 1 : classes;
+  if (!names.empty() && !(classes >= 2 && classes <= gradsum::max_outputs))
+    gradsum::fail(table.source, ": softmax needs 2 to ", gradsum::max_outputs,
+                  " classes; the target column names ", names.size());
   if (!(classes >= 2 && classes <= gradsum::max_outputs))
     gradsum::fail(table.source, ": softmax needs integer class labels 0 … C-1 with ",
                   "2 <= C <= ", gradsum::max_outputs, "; the largest label is ",
@@ -403,6 +473,7 @@ template <class Space>
 int run_on(const Context& context, const Aggregation& aggregation) {
   const Options& o = context.options;
   const gradsum::Table& table = context.inputs.train;
+  const std::vector<std::string>& names = context.inputs.class_names;
   const int d = int(table.num_features);
   // --mlp-path: MLP and softmax regression by matrix products (the
   // layer-wise path) or one sample at a time.
@@ -424,7 +495,7 @@ int run_on(const Context& context, const Aggregation& aggregation) {
       return with_optimizer<Space>(context, on_path(gradsum::MLP(d, o.hidden, 1, activation)),
                                    gradsum::BinaryCrossEntropy{}, aggregation);
     return with_optimizer<Space>(
-        context, on_path(gradsum::MLP(d, o.hidden, count_classes(table), activation)),
+        context, on_path(gradsum::MLP(d, o.hidden, count_classes(table, names), activation)),
         gradsum::SoftmaxCrossEntropy{}, aggregation);
   }
   if (o.model == "linear")
@@ -433,7 +504,7 @@ int run_on(const Context& context, const Aggregation& aggregation) {
   if (o.model == "logistic")
     return with_optimizer<Space>(context, gradsum::Linear(d), gradsum::BinaryCrossEntropy{},
                                  aggregation);
-  return with_optimizer<Space>(context, on_path(gradsum::Softmax(d, count_classes(table))),
+  return with_optimizer<Space>(context, on_path(gradsum::Softmax(d, count_classes(table, names))),
                                gradsum::SoftmaxCrossEntropy{}, aggregation);
 }
 
@@ -483,8 +554,10 @@ int main(int argc, char* argv[]) {
   // A file-size limit (ulimit -f) then fails a write with EFBIG, which the
   // writer reports, instead of killing the program mid-file.
   std::signal(SIGXFSZ, SIG_IGN);
-  gradsum::Environment environment(argc, argv);
+  // Threads per rank that fill, not oversubscribe, the node's cores.
+  gradsum::Environment environment(argc, argv, gradsum::HostThreads::per_rank);
   context.say.on = environment.rank() == 0;
+  context.threads = environment.thread_choice();
   try {
     Aggregation aggregation = make_aggregation(robust_rule(options));
     // Reading can fail on one rank only (a file missing on one node):
@@ -494,7 +567,10 @@ int main(int argc, char* argv[]) {
     try {
       gradsum::CsvOptions csv;
       csv.target_column = options.target_column;
+      csv.class_names = true;
       inputs.train = gradsum::read_csv(options.data, csv);
+      inputs.class_names = inputs.train.class_names;
+      check_class_names(options, inputs.class_names);
       // Seeded splits, the same on every rank: the test rows first, then the
       // validation rows out of what is left.
       if (options.test_fraction > 0) {
@@ -522,6 +598,8 @@ int main(int argc, char* argv[]) {
       error = e.what();
     }
     error = aggregation.first_error(error);
+    if (error.empty())
+      error = aggregation.first_error(class_names_disagree(inputs.class_names, options.data));
     if (!error.empty()) throw gradsum::Error(error);
     return dispatch(context, aggregation, static_cast<gradsum::ExecutionSpaces*>(nullptr));
   } catch (const std::exception& e) {

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 using namespace gradsum_test;
@@ -105,7 +106,98 @@ void check_resume(const Optimizer& optimizer, const std::string& name) {
   std::remove(path.c_str());
 }
 
+// A checkpoint written by gradsum before class names (format version 1):
+// Linear(1), SGD, step 3 of epoch 1, seed 7, parameters {0.5, -2}, scaler
+// mean 1.5 and scale 2.
+const std::string version1_checkpoint(
+      "\x47\x52\x41\x44\x53\x55\x4d\x43\x01\x00\x00\x00\x04\x03\x02\x01"
+      "\xe9\x00\x00\x00\x00\x00\x00\x00\x06\x00\x00\x00\x64\x6f\x75\x62"
+      "\x6c\x65\x08\x00\x00\x00\x06\x00\x00\x00\x6c\x69\x6e\x65\x61\x72"
+      "\x0d\x00\x00\x00\x73\x71\x75\x61\x72\x65\x64\x5f\x65\x72\x72\x6f"
+      "\x72\x03\x00\x00\x00\x73\x67\x64\x01\x00\x00\x00\x67\x03\x00\x00"
+      "\x00\x73\x75\x6d\x05\x00\x00\x00\x6c\x6f\x63\x61\x6c\x02\x00\x00"
+      "\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00"
+      "\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x03\x00\x00"
+      "\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+      "\x00\x00\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+      "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xe0\x3f\x00\x00\x00"
+      "\x00\x00\x00\x00\xc0\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00"
+      "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xf8\x3f\x01\x00\x00"
+      "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x40\x00\x00\x00"
+      "\x00\x00\x00\x00\x00\x9e\x74\x7a\xb9",
+    233);
+
+// `bytes` with its length and checksum made right again after an edit.
+std::string resealed(std::string bytes) {
+  const std::uint64_t length = bytes.size();
+  std::memcpy(&bytes[16], &length, 8);
+  const std::uint32_t crc = gradsum::detail::crc32(
+      reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size() - 4);
+  std::memcpy(&bytes[bytes.size() - 4], &crc, 4);
+  return bytes;
+}
+
+std::string decode_message(const std::string& bytes) {
+  try {
+    gradsum::decode_checkpoint("names.ckpt", bytes);
+  } catch (const gradsum::Error& e) {
+    return e.what();
+  }
+  return "decoded";
+}
+
 }  // namespace
+
+TEST_CASE("checkpoint: a version 1 file still loads, and class names round-trip") {
+  const gradsum::CheckpointData old = gradsum::decode_checkpoint("old.ckpt", version1_checkpoint);
+  CHECK(old.model == "linear");
+  CHECK(old.optimizer == "sgd");
+  CHECK(old.position.step == 3);
+  CHECK(old.position.seed == 7);
+  CHECK(old.parameters() == std::vector<double>{0.5, -2.0});
+  CHECK(old.scaler.mean == std::vector<double>{1.5});
+  CHECK(old.class_names.empty());
+  // Without class names the writer still writes version 1, byte for byte.
+  CHECK(gradsum::encode_checkpoint(old) == version1_checkpoint);
+
+  gradsum::CheckpointData named = old;
+  named.class_names = {"setosa", "versicolor", "virginica"};
+  const std::string bytes = gradsum::encode_checkpoint(named);
+  std::uint32_t version = 0;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  CHECK(version == 2);
+  // The version-2 record is the version-1 record plus 4 + 3 x 4 bytes of
+  // lengths and the 6 + 10 + 9 bytes of the names.
+  CHECK(bytes.size() == version1_checkpoint.size() + 16 + 25);
+  const gradsum::CheckpointData back = gradsum::decode_checkpoint("names.ckpt", bytes);
+  CHECK(back.class_names == named.class_names);
+  CHECK(back.parameters() == old.parameters());
+  CHECK(back.scaler.scale == old.scaler.scale);
+
+  // The count sits before the names: 0 names, or more than the file holds.
+  const std::size_t count_at = version1_checkpoint.size() - 4;
+  std::string none = bytes;
+  none.replace(count_at, std::string::npos, std::string(4, '\0') + "crc!");
+  CHECK(decode_message(resealed(none)) ==
+        "gradsum::load_checkpoint: 'names.ckpt' is version 2 but holds no class names; the file "
+        "is corrupted");
+  std::string many = bytes;
+  many[count_at + 3] = 1;  // 2^24 + 3 names
+  CHECK(decode_message(resealed(many)).find("while reading a class name") != std::string::npos);
+}
+
+TEST_CASE_TEMPLATE_DEFINE("save_checkpoint stores the class names", Space, class_names) {
+  auto step = gradsum::make_step<double>(Space(), Linear(2), SquaredError{}, gradsum::SGD{});
+  auto theta = step.make_parameters();
+  const std::string path = temp_path("names.ckpt");
+  const std::vector<std::string> names{"no", "yes"};
+  gradsum::save_checkpoint(path, step, theta, {}, {}, {}, names);
+  CHECK(gradsum::read_checkpoint(path).class_names == names);
+  gradsum::save_checkpoint(path, step, theta, {});
+  CHECK(gradsum::read_checkpoint(path).class_names.empty());
+  std::remove(path.c_str());
+}
+TEST_CASE_TEMPLATE_APPLY(class_names, Spaces);
 
 TEST_CASE("checkpoint CRC-32 equals zlib's crc32") {
   const auto values = random_vector(1000, 11);
@@ -185,13 +277,13 @@ TEST_CASE_TEMPLATE_DEFINE("damaged or mismatched checkpoints are rejected, namin
   }
   SUBCASE("another format version") {
     std::string other = good;
-    other[8] = 2;  // version 2, checksum recomputed so only the version differs
+    other[8] = 3;  // version 3, checksum recomputed so only the version differs
     const std::uint32_t crc = gradsum::detail::crc32(
         reinterpret_cast<const unsigned char*>(other.data()), other.size() - 4);
     std::memcpy(&other[other.size() - 4], &crc, 4);
     write_bytes(bad, other);
     CHECK(message_of_load(bad) == "gradsum::load_checkpoint: '" + bad +
-                                      "' has format version 2; this gradsum reads version 1");
+                                      "' has format version 3; this gradsum reads versions 1 to 2");
   }
   SUBCASE("a model of another width") {
     auto wider = gradsum::make_step<double>(Space(), Linear(4), SquaredError{}, gradsum::Adam{});

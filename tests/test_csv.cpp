@@ -5,6 +5,7 @@
 
 #include <gradsum/data/csv.hpp>
 #include <gradsum/data/scaling.hpp>
+#include <gradsum/data/split.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -424,4 +425,69 @@ TEST_CASE("CSV: class labels checked where they are, non-finite values only when
   const auto t = parse("nan,1\ninf,2\n");
   CHECK(std::isnan(t.features[0]));
   CHECK(std::isinf(t.features[1]));
+}
+
+TEST_CASE("CSV: class names in the target column become classes in sorted order") {
+  gradsum::CsvOptions options;
+  options.class_names = true;
+  // Hand-sorted: "setosa" < "versicolor" < "virginica" byte-wise.
+  const auto t = parse("5.1,3.5,setosa\n7.0,3.2,versicolor\n6.3,3.3,virginica\n4.9,3.0,setosa\n",
+                       options);
+  REQUIRE(t.num_rows == 4);
+  CHECK(t.header.empty());  // a non-numeric target alone is no header
+  CHECK(t.features == std::vector<double>{5.1, 3.5, 7.0, 3.2, 6.3, 3.3, 4.9, 3.0});
+  CHECK(t.class_names == std::vector<std::string>{"setosa", "versicolor", "virginica"});
+  CHECK(t.targets == std::vector<double>{0, 1, 2, 0});
+  // The order of the rows does not change the mapping; byte order puts
+  // upper case first.
+  const auto r = parse("1,b\n2,a\n3,B\n4,a\n", options);
+  CHECK(r.class_names == std::vector<std::string>{"B", "a", "b"});
+  CHECK(r.targets == std::vector<double>{2, 1, 0, 1});
+  const auto s = parse("4,a\n3,B\n2,a\n1,b\n", options);
+  CHECK(s.class_names == r.class_names);
+  CHECK(s.targets == std::vector<double>{1, 0, 1, 2});
+  // A header is still recognized by its feature fields, and a target
+  // column elsewhere holds names too.
+  gradsum::CsvOptions first = options;
+  first.target_column = 0;
+  const auto h = parse("species,x\nno,1\nyes,2\n", first);
+  CHECK(h.header == std::vector<std::string>{"species", "x"});
+  CHECK(h.class_names == std::vector<std::string>{"no", "yes"});
+  CHECK(h.targets == std::vector<double>{0, 1});
+  CHECK(h.features == std::vector<double>{1, 2});
+  // Both sides of a split keep the names their targets stand for.
+  const auto [train, test] = gradsum::train_test_split(t, 0.5, 1);
+  CHECK(train.class_names == t.class_names);
+  CHECK(test.class_names == t.class_names);
+  // Numbers stay numbers, with no names.
+  const auto n = parse("1,0\n2,1\n", options);
+  CHECK(n.class_names.empty());
+  CHECK(n.targets == std::vector<double>{0, 1});
+}
+
+TEST_CASE("CSV: class names are refused where they do not fit") {
+  gradsum::CsvOptions options;
+  options.class_names = true;
+  CHECK_THROWS_WITH_AS(parse("1,setosa\n2,versicolor\n3,2\n", options),
+                       "t.csv:3:2: number '2' in a target column of class names (line 1 holds "
+                       "'setosa'; the target column must hold only numbers or only class names)",
+                       gradsum::Error);
+  CHECK_THROWS_WITH_AS(parse("1,0\n2,1\n\n3,virginica\n", options),
+                       "t.csv:4:2: class name 'virginica' in a target column of numbers (line 1 "
+                       "holds a number; the target column must hold only numbers or only class "
+                       "names)",
+                       gradsum::Error);
+  CHECK_THROWS_WITH_AS(parse("1,a\n2,\n", options), "t.csv:2:2: empty field (expected a class name)",
+                       gradsum::Error);
+  // Features are numbers, class names or not.
+  CHECK_THROWS_WITH_AS(parse("1,2,a\n3,x,b\n", options),
+                       "t.csv:2:2: non-numeric field 'x' (expected a number)", gradsum::Error);
+  options.num_classes = 2;
+  CHECK_THROWS_WITH_AS(parse("1,a\n2,b\n3,c\n", options),
+                       "t.csv: the target column holds 3 class names, more than the 2 classes "
+                       "expected",
+                       gradsum::Error);
+  // Without the option, names are what they always were: not numbers.
+  CHECK_THROWS_WITH_AS(parse("x,1\n1,a\n"), "t.csv:2:2: non-numeric field 'a' (expected a number)",
+                       gradsum::Error);
 }

@@ -11,6 +11,7 @@
 #if GRADSUM_ENABLE_MPI
 #include <gradsum/mpi/environment.hpp>
 #else
+#include <gradsum/core/host_threads.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 
 namespace gradsum {
@@ -20,8 +21,11 @@ namespace gradsum {
 /// MPI start-up (see mpi/environment.hpp).
 class Environment {
  public:
-  Environment(int& argc, char**& argv) {
+  /// With HostThreads::per_rank, and when it starts Kokkos, it picks the host
+  /// threads first (see HostThreads and choose_host_threads; one process: all its cores).
+  Environment(int& argc, char**& argv, HostThreads threads = HostThreads::kokkos) {
     if (!Kokkos::is_initialized()) {
+      if (threads == HostThreads::per_rank) choice_ = choose_host_threads(argc, argv, 1);
       Kokkos::initialize(argc, argv);
       owns_kokkos_ = true;
     }
@@ -36,9 +40,12 @@ class Environment {
   int rank() const { return 0; }
   /// Number of processes: 1 without MPI.
   int size() const { return 1; }
+  /// What it decided about host threads (threads 0: it left them to Kokkos).
+  const ThreadChoice& thread_choice() const { return choice_; }
 
  private:
   bool owns_kokkos_ = false;
+  ThreadChoice choice_;
 };
 
 }  // namespace gradsum

@@ -2,8 +2,8 @@
 #pragma once
 
 /// @file
-/// Reading numeric tables (features plus one target column) from delimited
-/// text files on the host.
+/// Reading numeric tables (features plus one target column, which may hold
+/// class names) from delimited text files on the host.
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/data/gzip.hpp>
@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <istream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -55,6 +56,15 @@ struct CsvOptions {
   /// When > 0, every target must be a class label: an integer in
   /// [0, num_classes).
   int num_classes = 0;
+  /// Accept class names in the target column. If its field on the first
+  /// data row is not a number, every target is a name ("setosa"): the
+  /// distinct names, sorted by their bytes, become the classes 0 … C-1 (so
+  /// the mapping depends only on the set of names, not on the order of the
+  /// rows) and Table::class_names lists them. A number among names, or a
+  /// name among numbers, is an error naming its line, column and value.
+  /// With Header::automatic the header is then recognized by the feature
+  /// fields alone (a non-numeric target is no sign of a header).
+  bool class_names = false;
 };
 
 /// A numeric table read from a file: `num_rows` rows of `num_features`
@@ -76,6 +86,10 @@ struct Table {
   /// Where the table came from: the file name, or the name given to
   /// `parse_csv`.
   std::string source;
+  /// The class names of a target column of names (CsvOptions::class_names),
+  /// in class order: target `k` stands for `class_names[k]`. Empty when the
+  /// targets are numbers.
+  std::vector<std::string> class_names;
 
   /// Feature `j` of row `i`. Throws gradsum::Error if `i >= num_rows` or
   /// `j >= num_features`.
@@ -88,7 +102,8 @@ struct Table {
 /// Format: one row per line; `\n` or `\r\n` line endings; lines holding only
 /// spaces and tabs are skipped; a UTF-8 byte order mark at the start is
 /// ignored; fields are trimmed of surrounding spaces and tabs; there is no
-/// quoting. Every field of a data row must be a finite number (unless
+/// quoting. Every field of a data row (but a target column of class names,
+/// CsvOptions::class_names) must be a finite number (unless
 /// CsvOptions::allow_nonfinite) that
 /// `std::strtod` consumes completely (so parsing follows the C locale's
 /// decimal point, as `strtod` does). The first data row fixes the number of
@@ -234,6 +249,57 @@ inline void csv_check_options(const std::string& source,
   }
 }
 
+/// The class names of a target column while it is read: each distinct name
+/// gets a provisional index in order of appearance, renumbered in sorted
+/// order at the end.
+struct CsvClassNames {
+  bool on = false;                   // the first data row's target is a name
+  std::size_t first_line = 0;        // where the first name was
+  std::string first_name;            // and what it was, for messages
+  std::map<std::string, double> index;  // name -> provisional index
+  std::vector<std::string> in_order;    // names in order of appearance
+
+  /// The provisional index of target field `field`; throws for a number
+  /// among names, a name among numbers, or an empty field.
+  double add(const std::string& source, std::size_t line, std::size_t column,
+             std::string_view field, CsvNumber status) {
+    const std::string where = concat(source, ':', line, ':', column, ": ");
+    if (status == CsvNumber::empty) fail(where, "empty field (expected a class name)");
+    if (!on)
+      fail(where, "class name ", csv_quote(field), " in a target column of numbers (line ",
+           first_line, " holds a number; the target column must hold only numbers or only "
+           "class names)");
+    if (status != CsvNumber::not_numeric)
+      fail(where, "number ", csv_quote(field), " in a target column of class names (line ",
+           first_line, " holds ", csv_quote(first_name), "; the target column must hold only "
+           "numbers or only class names)");
+    auto it = index.find(std::string(field));
+    if (it == index.end()) {
+      it = index.emplace(std::string(field), double(in_order.size())).first;
+      in_order.push_back(it->first);
+    }
+    return it->second;
+  }
+  /// Notes where the first target was, for the messages above.
+  void first(std::size_t line, std::string_view field) {
+    first_line = line;
+    first_name.assign(field.data(), field.size());
+  }
+  /// Renumbers the targets in sorted order of the names.
+  void finish(const std::string& source, int num_classes, Table& table) {
+    if (num_classes > 0 && index.size() > std::size_t(num_classes))
+      fail(source, ": the target column holds ", index.size(), " class names, more than the ",
+           num_classes, " classes expected");
+    std::vector<double> sorted_index(in_order.size());
+    double k = 0;
+    for (const auto& entry : index) {  // std::map iterates in sorted order
+      sorted_index[std::size_t(entry.second)] = k++;
+      table.class_names.push_back(entry.first);
+    }
+    for (double& y : table.targets) y = sorted_index[std::size_t(y)];
+  }
+};
+
 }  // namespace detail
 
 inline double Table::feature(std::size_t i, std::size_t j) const {
@@ -259,6 +325,7 @@ inline Table parse_csv(std::istream& in, const std::string& source_name,
   std::size_t num_columns = 0;   // fixed by the first data row
   std::size_t first_data_line = 0;
   std::size_t target = 0;
+  detail::CsvClassNames names;
 
   while (std::getline(in, line)) {
     ++line_number;
@@ -275,7 +342,15 @@ inline Table parse_csv(std::istream& in, const std::string& source_name,
       bool is_header = options.header == Header::present;
       if (options.header == Header::automatic) {
         double value = 0.0;
-        for (const std::string_view f : fields) {
+        // With class names, the target field (the one the first data row
+        // would use) does not decide; a one-field line is no data row.
+        const std::size_t skip =
+            !options.class_names || fields.size() < 2 ? fields.size()
+            : options.target_column < 0 ? fields.size() - 1
+                                        : static_cast<std::size_t>(options.target_column);
+        for (std::size_t c = 0; c < fields.size(); ++c) {
+          if (c == skip) continue;
+          const std::string_view f = fields[c];
           const auto status = detail::parse_csv_number(f, buffer, value);
           if (status == detail::CsvNumber::empty ||
               status == detail::CsvNumber::not_numeric) {
@@ -316,6 +391,17 @@ inline Table parse_csv(std::istream& in, const std::string& source_name,
     for (std::size_t c = 0; c < num_columns; ++c) {
       double value = 0.0;
       const auto status = detail::parse_csv_number(fields[c], buffer, value);
+      if (c == target && options.class_names) {
+        if (table.num_rows == 0) {
+          names.on = status == detail::CsvNumber::not_numeric;
+          names.first(line_number, fields[c]);
+        }
+        if (names.on || status == detail::CsvNumber::not_numeric) {
+          value = names.add(source_name, line_number, c + 1, fields[c], status);
+          table.targets.push_back(value);
+          continue;
+        }
+      }
       if (status != detail::CsvNumber::ok &&
           !(status == detail::CsvNumber::non_finite && options.allow_nonfinite))
         detail::csv_field_error(source_name, line_number, c + 1, fields[c],
@@ -336,6 +422,7 @@ inline Table parse_csv(std::istream& in, const std::string& source_name,
   if (in.bad())
     detail::fail(source_name, ": read error after line ", line_number);
   if (table.num_rows == 0) detail::fail(source_name, ": no data rows");
+  if (names.on) names.finish(source_name, options.num_classes, table);
   return table;
 }
 

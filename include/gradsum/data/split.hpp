@@ -47,6 +47,7 @@ inline std::pair<Table, Table> train_test_split(const Table& table, double test_
     t->num_features = d;
     t->header = table.header;
     t->source = table.source;
+    t->class_names = table.class_names;
   }
   for (std::size_t i = 0; i < n; ++i) {
     Table& t = in_test[i] ? out.second : out.first;

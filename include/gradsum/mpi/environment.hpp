@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <gradsum/core/host_threads.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/mpi/communicator.hpp>
 
@@ -13,8 +14,11 @@ namespace gradsum {
 /// Programs that start MPI or Kokkos themselves keep working.
 class Environment {
  public:
-  /// Collective over MPI_COMM_WORLD when it starts MPI.
-  Environment(int& argc, char**& argv) {
+  /// Collective over MPI_COMM_WORLD. With HostThreads::per_rank, and when
+  /// it starts Kokkos, it picks the host threads first: this process's
+  /// cores divided by the ranks on its node (MPI_COMM_TYPE_SHARED), so the
+  /// ranks of a node do not oversubscribe its cores (see HostThreads).
+  Environment(int& argc, char**& argv, HostThreads threads = HostThreads::kokkos) {
     int initialized = 0;
     mpi::check(MPI_Initialized(&initialized), "MPI_Initialized");
     if (!initialized) {
@@ -26,6 +30,8 @@ class Environment {
     mpi::check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
     if (!Kokkos::is_initialized()) {
+      if (threads == HostThreads::per_rank)
+        choice_ = choose_host_threads(argc, argv, local_ranks());
       Kokkos::initialize(argc, argv);
       owns_kokkos_ = true;
     }
@@ -41,8 +47,22 @@ class Environment {
   int rank() const { return rank_; }
   /// Size of MPI_COMM_WORLD.
   int size() const { return size_; }
+  /// What it decided about host threads (threads 0: it left them to Kokkos).
+  const ThreadChoice& thread_choice() const { return choice_; }
 
  private:
+  // Ranks of MPI_COMM_WORLD that share this node's memory.
+  static int local_ranks() {
+    MPI_Comm node = MPI_COMM_NULL;
+    mpi::check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+               "MPI_Comm_split_type");
+    int n = 1;
+    const int status = MPI_Comm_size(node, &n);
+    mpi::check(MPI_Comm_free(&node), "MPI_Comm_free");
+    mpi::check(status, "MPI_Comm_size");
+    return n;
+  }
+  ThreadChoice choice_;
   bool owns_mpi_ = false;
   bool owns_kokkos_ = false;
   int rank_ = 0;

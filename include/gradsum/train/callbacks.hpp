@@ -436,11 +436,14 @@ class Checkpointer : public Callback {
   }
   /// Checkpoints written so far.
   std::int64_t saves() const { return saves_; }
+  /// Names of the classes 0 … C-1 to store with every checkpoint (labels
+  /// read as names, see CsvOptions::class_names).
+  void set_class_names(std::vector<std::string> names) { class_names_ = std::move(names); }
 
  private:
   void save(const FitState& s) {
     save_checkpoint(path_, step_, theta_, s.position, scaler_,
-                    s.loop_state ? s.loop_state() : std::vector<double>{});
+                    s.loop_state ? s.loop_state() : std::vector<double>{}, class_names_);
     saved_step_ = s.position.step;
     saved_epoch_ = s.position.epoch;
     ++saves_;
@@ -450,6 +453,7 @@ class Checkpointer : public Callback {
   StepType& step_;
   Theta theta_;
   StandardScaler scaler_;
+  std::vector<std::string> class_names_;
   std::int64_t saved_step_ = -1, saved_epoch_ = -1, saves_ = 0;
 };
 

@@ -34,7 +34,7 @@ struct TrainingPosition {
 
 /// Everything a checkpoint file holds, on the host.
 ///
-/// Layout (version 1, all integers in the writer's byte order, which the
+/// Layout (version 2, all integers in the writer's byte order, which the
 /// byte-order mark lets a reader check):
 ///
 ///     "GRADSUMC"  u32 version  u32 byte-order mark 0x01020304  u64 file length
@@ -44,11 +44,14 @@ struct TrainingPosition {
 ///     i64 step  i64 epoch  i64 batch  u64 seed
 ///     i64 state rows   parameters and optimizer state as raw Scalars
 ///     vec optimizer host state  vec scaler mean  vec scaler scale  vec loop state
+///     u32 class names count  str class name …  (version 2 only)
 ///     u32 CRC-32 (IEEE 802.3) of every byte before it
 ///
 /// where str is a u32 length and bytes, vec a u64 count and doubles; the
 /// model is named as detail::model_description names it ("linear",
-/// "mlp:13-32(tanh)-3").
+/// "mlp:13-32(tanh)-3"). A checkpoint without class names is written as
+/// version 1 (the same layout without the class names), which older
+/// gradsum reads; both versions are read.
 struct CheckpointData {
   std::string scalar;          ///< "double" or "float"
   std::uint32_t scalar_size = 0;
@@ -62,6 +65,9 @@ struct CheckpointData {
   std::vector<double> optimizer_host;  ///< scalars the optimizer keeps on the host (Adam's t …)
   StandardScaler scaler;               ///< the feature scaling of the data (empty when none)
   std::vector<double> loop;            ///< the training loop's own state (fit's early stopping)
+  /// Names of the classes 0 … C-1 of a target column of names (see
+  /// CsvOptions::class_names); empty when the labels were numbers.
+  std::vector<std::string> class_names;
 
   /// The parameters as doubles.
   std::vector<double> parameters() const {
@@ -81,8 +87,10 @@ struct CheckpointData {
   }
 };
 
-/// The version of the checkpoint format this gradsum writes and reads.
-constexpr std::uint32_t checkpoint_version = 1;
+/// The newest version of the checkpoint format, which this gradsum writes
+/// for a checkpoint with class names (without, version 1) and reads with
+/// every older one.
+constexpr std::uint32_t checkpoint_version = 2;
 
 namespace detail {
 
@@ -177,7 +185,7 @@ class CheckpointReader {
 inline std::string encode_checkpoint(const CheckpointData& c) {
   detail::CheckpointWriter w;
   w.bytes().append(detail::checkpoint_magic, 8);
-  w.put(checkpoint_version);
+  w.put(std::uint32_t(c.class_names.empty() ? 1 : 2));
   w.put(detail::byte_order_mark);
   w.put(std::uint64_t(0));  // the length, filled in below
   w.put_string(c.scalar);
@@ -200,6 +208,10 @@ inline std::string encode_checkpoint(const CheckpointData& c) {
   w.put_vector(c.scaler.mean);
   w.put_vector(c.scaler.scale);
   w.put_vector(c.loop);
+  if (!c.class_names.empty()) {
+    w.put(std::uint32_t(c.class_names.size()));
+    for (const std::string& name : c.class_names) w.put_string(name);
+  }
   std::string& bytes = w.bytes();
   const std::uint64_t length = bytes.size() + sizeof(std::uint32_t);
   std::memcpy(&bytes[16], &length, sizeof length);
@@ -229,9 +241,9 @@ inline CheckpointData decode_checkpoint(const std::string& path, const std::stri
   if (mark != detail::byte_order_mark)
     detail::fail(function, ": '", path, "' was written with another byte order (or its header "
                  "is corrupted): byte-order mark ", mark, ", expected ", detail::byte_order_mark);
-  if (version != checkpoint_version)
+  if (version < 1 || version > checkpoint_version)
     detail::fail(function, ": '", path, "' has format version ", version,
-                 "; this gradsum reads version ", checkpoint_version);
+                 "; this gradsum reads versions 1 to ", checkpoint_version);
   if (length != bytes.size())
     detail::fail(function, ": '", path, "' is ", bytes.size(), " bytes long but its header says ",
                  length, length > bytes.size() ? ": the file is truncated" : ": the header or "
@@ -274,6 +286,15 @@ inline CheckpointData decode_checkpoint(const std::string& path, const std::stri
   c.scaler.mean = r.get_vector("the scaler's means");
   c.scaler.scale = r.get_vector("the scaler's scales");
   c.loop = r.get_vector("the training loop's state");
+  if (version >= 2) {
+    const auto n = r.get<std::uint32_t>("the number of class names");
+    // A forged count runs into the end of the record (reported) long
+    // before memory does: each name takes at least 4 bytes.
+    for (std::uint32_t k = 0; k < n; ++k) c.class_names.push_back(r.get_string("a class name"));
+    if (n == 0)
+      detail::fail(function, ": '", path, "' is version 2 but holds no class names; the file "
+                   "is corrupted");
+  }
   if (r.position() != bytes.size() - 4)
     detail::fail(function, ": '", path, "' holds ", bytes.size() - 4 - r.position(),
                  " unexpected bytes before its checksum; the file is corrupted");

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+// HostThreads::per_rank's choice (core/host_threads.hpp): the user's
+// variable or flag wins, else cores / local ranks and never 0, and an unset
+// OMP_PROC_BIND is set to what the OpenMP runtime does.
+
+#include <doctest/doctest.h>
+
+#include <gradsum/core/host_threads.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+// Sets (or, for nullptr, unsets) the variables for the test and restores
+// what the process had when it ends.
+class ScopedVariables {
+ public:
+  explicit ScopedVariables(std::vector<std::pair<std::string, const char*>> values) {
+    for (const auto& [name, value] : values) {
+      const char* old = std::getenv(name.c_str());
+      saved_.push_back({name, old != nullptr, old != nullptr ? old : ""});
+      if (value != nullptr) ::setenv(name.c_str(), value, 1);
+      else ::unsetenv(name.c_str());
+    }
+  }
+  ~ScopedVariables() {
+    for (const auto& s : saved_) {
+      if (s.set) ::setenv(s.name.c_str(), s.value.c_str(), 1);
+      else ::unsetenv(s.name.c_str());
+    }
+  }
+
+ private:
+  struct Saved {
+    std::string name;
+    bool set;
+    std::string value;
+  };
+  std::vector<Saved> saved_;
+};
+
+std::string variable(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "(unset)";
+}
+
+// The cores as the C library counts them for this process, independently of
+// sched_getaffinity: online processors, the bound this process cannot exceed.
+int online_cores() { return int(::sysconf(_SC_NPROCESSORS_ONLN)); }
+
+}  // namespace
+
+TEST_CASE("HostThreads::per_rank: cores / local ranks unless the user chose") {
+  char program[] = "prog";
+  char* argv[] = {program, nullptr};
+  {
+    ScopedVariables env({{"OMP_NUM_THREADS", nullptr}, {"KOKKOS_NUM_THREADS", nullptr},
+                         {"OMP_PROC_BIND", nullptr}, {"OMP_PLACES", nullptr},
+                         {"GOMP_CPU_AFFINITY", nullptr}});
+    const auto one = gradsum::choose_host_threads(1, argv, 1);
+    CHECK(one.cores >= 1);
+    CHECK(one.cores <= online_cores());
+    CHECK(one.threads == one.cores);
+    CHECK(one.origin == "cores / local ranks");
+    CHECK(variable("KOKKOS_NUM_THREADS") == std::to_string(one.cores));
+    CHECK(variable("OMP_PROC_BIND") == "false");  // the runtime binds nothing
+    // More ranks than cores: one thread each, never none (the variable
+    // the first call set would now count as the user's).
+    ::unsetenv("KOKKOS_NUM_THREADS");
+    const auto many = gradsum::choose_host_threads(1, argv, one.cores + 1);
+    CHECK(many.threads == 1);
+    CHECK(many.local_ranks == one.cores + 1);
+  }
+  {
+    ScopedVariables env({{"OMP_NUM_THREADS", nullptr}, {"KOKKOS_NUM_THREADS", nullptr},
+                         {"OMP_PROC_BIND", nullptr}, {"OMP_PLACES", "cores"}});
+    gradsum::choose_host_threads(1, argv, 1);
+    CHECK(variable("OMP_PROC_BIND") == "true");  // places given: the runtime binds
+  }
+  {
+    ScopedVariables env({{"OMP_NUM_THREADS", "3"}, {"KOKKOS_NUM_THREADS", nullptr},
+                         {"OMP_PROC_BIND", "spread"}});
+    const auto c = gradsum::choose_host_threads(1, argv, 1);
+    CHECK(c.threads == 0);
+    CHECK(c.origin == "OMP_NUM_THREADS");
+    CHECK(variable("OMP_PROC_BIND") == "spread");
+    CHECK(variable("KOKKOS_NUM_THREADS") == "(unset)");
+  }
+  {
+    ScopedVariables env({{"OMP_NUM_THREADS", nullptr}, {"KOKKOS_NUM_THREADS", nullptr}});
+    char flag[] = "--kokkos-num-threads=2";
+    char* with_flag[] = {program, flag, nullptr};
+    const auto c = gradsum::choose_host_threads(2, with_flag, 1);
+    CHECK(c.threads == 0);
+    CHECK(c.origin == "--kokkos-num-threads");
+    CHECK(variable("KOKKOS_NUM_THREADS") == "(unset)");
+  }
+}
