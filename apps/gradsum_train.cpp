@@ -222,11 +222,19 @@ int train(const Context& context, const Model& model, const Loss& loss,
     model_name += ' ';
     model_name += model.describe();
   }
-  // Which path the gradient takes, and for matrix products which gemm.
+  // Which path the gradient takes, and for matrix products which gemm;
+  // the per-sample path takes blocks of samples on CPU threads where the
+  // model's `batched` is set and the reduction adds them as they come.
   std::string path;
-  if constexpr (!std::is_same<Model, gradsum::Linear>::value)
+  if constexpr (!std::is_same<Model, gradsum::Linear>::value) {
+    using StepSpace = typename decltype(step)::execution_space;
+    const bool blocks =
+        Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename StepSpace::memory_space>::accessible &&
+        model.batched && !gradsum::detail::needs_each_sample(gradsum::RuntimeReduction::parse(o.reduce));
     path = step.layerwise() ? gradsum::concat(", matrix path (gemm ", GRADSUM_GEMM, ")")
+           : blocks         ? std::string(", per-sample path in blocks")
                             : std::string(", per-sample path");
+  }
   say("gradsum-train: %s model, %s loss, %s optimizer, %zu samples x %zu features, "
       "%d parameters, space %s, %s, %d rank%s, %s%s\n",
       model_name.c_str(), loss.name(), o.optimizer.c_str(), table.num_rows, table.num_features,
@@ -476,11 +484,14 @@ int run_on(const Context& context, const Aggregation& aggregation) {
   const std::vector<std::string>& names = context.inputs.class_names;
   const int d = int(table.num_features);
   // --mlp-path: MLP and softmax regression by matrix products (the
-  // layer-wise path) or one sample at a time.
+  // layer-wise path) or per sample; auto, the library's choice (for
+  // softmax on CPU threads, blocks of samples up to 16 classes).
   auto on_path = [&o](auto model) {
-    model.layerwise = o.mlp_path == "matrix";
+    model.layerwise = o.mlp_path != "per-sample";
+    if constexpr (std::is_same<decltype(model), gradsum::Softmax>::value)
+      if (o.mlp_path == "matrix") model.batched = false;
     if constexpr (std::is_same<decltype(model), gradsum::MLP>::value)
-      if (!model.within_per_sample_limits() && (o.mlp_path != "matrix" || o.reduce != "sum"))
+      if (!model.within_per_sample_limits() && (o.mlp_path == "per-sample" || o.reduce != "sum"))
         gradsum::fail("--mlp-path ", o.mlp_path, " with --reduce ", o.reduce, ": ",
                       model.per_sample_limits(),
                       "; --mlp-path matrix with --reduce sum has no such limits");

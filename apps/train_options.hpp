@@ -26,7 +26,7 @@ struct Options {
   std::vector<int> hidden;          // mlp: hidden layer widths
   std::string loss;                 // mlp: squared | logistic | softmax (default softmax)
   std::string activation = "relu";  // mlp: hidden activation
-  std::string mlp_path = "matrix";  // mlp, softmax: matrix | per-sample
+  std::string mlp_path = "auto";  // mlp, softmax: auto | matrix | per-sample
   std::string init = "glorot";      // mlp: initializer
   double clip_norm = 0;             // > 0: clip the gradient norm of first-order updates
   bool diagnostics = false;         // mlp: per-layer gradient health every epoch
@@ -86,8 +86,10 @@ inline const char* usage() {
          "                         layer widths; default logistic)\n"
          "  --loss L               mlp: squared | logistic | softmax (default softmax)\n"
          "  --activation A         mlp: relu | tanh | sigmoid | identity (default relu)\n"
-         "  --mlp-path P           mlp, softmax: matrix (default: each layer over the batch\n"
-         "                         in matrix products, with --reduce sum) or per-sample\n"
+         "  --mlp-path P           mlp, softmax: auto (default: matrix, but softmax of at\n"
+         "                         most 16 classes on CPU threads takes blocks of samples),\n"
+         "                         matrix (each layer over the batch in matrix products,\n"
+         "                         with --reduce sum) or per-sample\n"
          "  --init I               mlp: glorot | glorot_normal | he | he_uniform |\n"
          "                         uniform[:A] | normal[:S] | zeros | constant:V\n"
          "                         (default glorot; seeded by --seed)\n"
@@ -270,8 +272,8 @@ inline Options parse(const std::vector<std::string>& args) {
         gradsum::fail("--loss: expected squared, logistic or softmax, got '", o.loss, "'");
     } else if (flag == "--mlp-path") {
       o.mlp_path = value();
-      if (o.mlp_path != "matrix" && o.mlp_path != "per-sample")
-        gradsum::fail("--mlp-path: expected matrix or per-sample, got '", o.mlp_path, "'");
+      if (o.mlp_path != "auto" && o.mlp_path != "matrix" && o.mlp_path != "per-sample")
+        gradsum::fail("--mlp-path: expected auto, matrix or per-sample, got '", o.mlp_path, "'");
     } else if (flag == "--activation") {
       o.activation = value();  // checked by gradsum-train with the library's parser
     } else if (flag == "--init") {

@@ -53,7 +53,7 @@ expect 2 "--workers: expected an integer in [1, 1000000], got '0'" "--plan for 0
 expect 1 "the per-sample path takes layers of at most 256 units (GRADSUM_MLP_MAX_WIDTH)" \
   "an MLP a million units wide on the per-sample path" -- \
   "$train" --data two.csv --model mlp:1000000 --mlp-path per-sample --progress off
-expect 1 "--mlp-path matrix with --reduce compensated: the per-sample path takes layers" \
+expect 1 "--mlp-path auto with --reduce compensated: the per-sample path takes layers" \
   "a wide MLP with a reduction that only the per-sample path serves" -- \
   "$train" --data two.csv --model mlp:300 --reduce compensated --progress off
 expect 1 "--space: 'cuda' is not enabled in this build" "a space this build lacks" -- \
