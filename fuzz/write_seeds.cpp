@@ -112,6 +112,10 @@ int main(int argc, char* argv[]) {
     c.scaler.scale = {0.5, 2};
     c.loop = {3, 0.25};
     checkpoint_seed(dir, "logistic_adam.ckpt", c);
+    // Format version 2: the same with the class names of its two labels.
+    c.class_names = {"benign", "malignant"};
+    checkpoint_seed(dir, "logistic_adam_names.ckpt", c);
+    c.class_names.clear();
     c.scalar = "float";
     c.scalar_size = 4;
     c.model = "mlp";
