@@ -77,6 +77,7 @@
 
 #include <gradsum/diagnostics/check_model.hpp>
 #include <gradsum/diagnostics/critical_point.hpp>
+#include <gradsum/diagnostics/duplicates.hpp>
 #include <gradsum/diagnostics/gradient_check.hpp>
 #include <gradsum/diagnostics/gradient_health.hpp>
 #include <gradsum/diagnostics/gradient_report.hpp>
