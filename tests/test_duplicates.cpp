@@ -17,10 +17,10 @@ namespace {
 // Sets the hash mask while alive (0: every row in one bucket).
 class HashMask {
  public:
-  explicit HashMask(std::uint64_t mask) : saved_(gradsum::diagnostics::detail::duplicate_hash_mask()) {
-    gradsum::diagnostics::detail::duplicate_hash_mask() = mask;
+  explicit HashMask(std::uint64_t mask) : saved_(gradsum::detail::duplicate_hash_mask()) {
+    gradsum::detail::duplicate_hash_mask() = mask;
   }
-  ~HashMask() { gradsum::diagnostics::detail::duplicate_hash_mask() = saved_; }
+  ~HashMask() { gradsum::detail::duplicate_hash_mask() = saved_; }
   HashMask(const HashMask&) = delete;
   HashMask& operator=(const HashMask&) = delete;
 

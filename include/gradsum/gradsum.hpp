@@ -90,6 +90,7 @@
 #if GRADSUM_ENABLE_MPI
 #include <gradsum/mpi/allreduce.hpp>
 #include <gradsum/mpi/communicator.hpp>
+#include <gradsum/mpi/duplicates.hpp>
 #include <gradsum/mpi/metrics.hpp>
 #include <gradsum/mpi/network_probe.hpp>
 #include <gradsum/mpi/robust_allreduce.hpp>

@@ -46,6 +46,8 @@ struct DuplicateReport {
   std::int64_t consistent_rows = 0;
 };
 
+}  // namespace diagnostics
+
 namespace detail {
 
 /// Test hook: the hashes are and-ed with this mask before grouping, so a
@@ -90,7 +92,7 @@ double from_canonical_bits(std::uint64_t bits) {
 }
 
 // SplitMix64's finaliser: every input bit reaches every output bit.
-KOKKOS_INLINE_FUNCTION std::uint64_t mix_bits(std::uint64_t h) {
+KOKKOS_INLINE_FUNCTION std::uint64_t mix_duplicate_hash(std::uint64_t h) {
   h ^= h >> 30;
   h *= 0xbf58476d1ce4e5b9ull;
   h ^= h >> 27;
@@ -99,7 +101,7 @@ KOKKOS_INLINE_FUNCTION std::uint64_t mix_bits(std::uint64_t h) {
 }
 
 /// Each row's feature hash and canonical target, on the host.
-struct RowKeys {
+struct DuplicateKeys {
   std::vector<std::uint64_t> hash;
   std::vector<std::uint64_t> target;
 };
@@ -115,7 +117,7 @@ void require_duplicates_data() {
 /// One pass over `data` on `space`: the hash of every row's canonical
 /// feature bits and its canonical target. Blocking.
 template <class ExecutionSpace, class Data>
-RowKeys row_keys(const ExecutionSpace& space, const Data& data) {
+DuplicateKeys duplicate_keys(const ExecutionSpace& space, const Data& data) {
   using Scalar = typename Data::scalar_type;
   using Memory = typename Data::memory_space;
   const std::int64_t n = data.num_samples();
@@ -130,13 +132,13 @@ RowKeys row_keys(const ExecutionSpace& space, const Data& data) {
       "gradsum::diagnostics::hash_rows",
       Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n),
       KOKKOS_LAMBDA(std::int64_t i) {
-        std::uint64_t h = mix_bits(0x9e3779b97f4a7c15ull ^ std::uint64_t(d));
-        for (int j = 0; j < d; ++j) h = mix_bits(h ^ canonical_bits<Scalar>(x(i, j)));
+        std::uint64_t h = mix_duplicate_hash(0x9e3779b97f4a7c15ull ^ std::uint64_t(d));
+        for (int j = 0; j < d; ++j) h = mix_duplicate_hash(h ^ canonical_bits<Scalar>(x(i, j)));
         keys(i, 0) = h & mask;
         keys(i, 1) = canonical_bits<Scalar>(y(i));
       });
   auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), keys);
-  RowKeys out;
+  DuplicateKeys out;
   out.hash.resize(std::size_t(n));
   out.target.resize(std::size_t(n));
   for (std::int64_t i = 0; i < n; ++i) {
@@ -150,7 +152,7 @@ RowKeys row_keys(const ExecutionSpace& space, const Data& data) {
 /// numbers), d words per row in that order, gathered on `space` and copied
 /// to the host. Blocking.
 template <class ExecutionSpace, class Data>
-std::vector<std::uint64_t> canonical_rows(const ExecutionSpace& space, const Data& data,
+std::vector<std::uint64_t> duplicate_rows_bits(const ExecutionSpace& space, const Data& data,
                                           const std::vector<std::int64_t>& rows) {
   using Scalar = typename Data::scalar_type;
   using Memory = typename Data::memory_space;
@@ -189,7 +191,7 @@ struct DuplicateRecord {
 };
 
 /// Orders by hash, then row: equal hashes become runs, in row order.
-inline void sort_records(std::vector<DuplicateRecord>& records) {
+inline void sort_duplicate_records(std::vector<DuplicateRecord>& records) {
   std::sort(records.begin(), records.end(), [](const DuplicateRecord& a, const DuplicateRecord& b) {
     return a.hash != b.hash ? a.hash < b.hash : a.row < b.row;
   });
@@ -197,7 +199,7 @@ inline void sort_records(std::vector<DuplicateRecord>& records) {
 
 /// The records of sorted `records` that share their hash with another
 /// (the only rows that can be duplicates), in order.
-inline std::vector<DuplicateRecord> colliding(const std::vector<DuplicateRecord>& records) {
+inline std::vector<DuplicateRecord> colliding_records(const std::vector<DuplicateRecord>& records) {
   std::vector<DuplicateRecord> out;
   for (std::size_t a = 0; a < records.size();) {
     std::size_t b = a + 1;
@@ -210,18 +212,18 @@ inline std::vector<DuplicateRecord> colliding(const std::vector<DuplicateRecord>
 }
 
 /// A conflicting group before the targets are turned back into values.
-struct RawGroup {
+struct RawDuplicateGroup {
   std::vector<std::int64_t> rows;
   std::vector<std::uint64_t> targets;
 };
 
-/// Splits `candidates` (the output of colliding()) into classes of
+/// Splits `candidates` (the output of colliding_records()) into classes of
 /// identical features (`bits`: d words per candidate, in the same order);
 /// classes of two or more rows with more than one target go to
 /// `conflicting` (rows ascending), the others are counted in `report`.
-inline void group_exactly(const std::vector<DuplicateRecord>& candidates,
+inline void group_duplicates_exactly(const std::vector<DuplicateRecord>& candidates,
                           const std::vector<std::uint64_t>& bits, int d,
-                          std::vector<RawGroup>& conflicting, DuplicateReport& report) {
+                          std::vector<RawDuplicateGroup>& conflicting, diagnostics::DuplicateReport& report) {
   const std::size_t width = std::size_t(d);
   auto row_bits = [&](std::size_t k) { return bits.data() + k * width; };
   std::vector<std::size_t> order;
@@ -250,7 +252,7 @@ inline void group_exactly(const std::vector<DuplicateRecord>& candidates,
           ++report.consistent_groups;
           report.consistent_rows += std::int64_t(t - s);
         } else {
-          RawGroup g;
+          RawDuplicateGroup g;
           for (std::size_t k = s; k < t; ++k) {
             g.rows.push_back(candidates[order[k]].row);
             g.targets.push_back(candidates[order[k]].target);
@@ -266,11 +268,11 @@ inline void group_exactly(const std::vector<DuplicateRecord>& candidates,
 
 /// Orders the groups by first row and turns the targets into values.
 template <class Scalar>
-void finish_report(std::vector<RawGroup>& raw, DuplicateReport& report) {
+void finish_duplicate_report(std::vector<RawDuplicateGroup>& raw, diagnostics::DuplicateReport& report) {
   std::sort(raw.begin(), raw.end(),
-            [](const RawGroup& a, const RawGroup& b) { return a.rows[0] < b.rows[0]; });
+            [](const RawDuplicateGroup& a, const RawDuplicateGroup& b) { return a.rows[0] < b.rows[0]; });
   for (auto& g : raw) {
-    DuplicateGroup out;
+    diagnostics::DuplicateGroup out;
     out.rows = std::move(g.rows);
     for (std::uint64_t t : g.targets) out.targets.push_back(from_canonical_bits<Scalar>(t));
     report.conflicting.push_back(std::move(out));
@@ -278,6 +280,8 @@ void finish_report(std::vector<RawGroup>& raw, DuplicateReport& report) {
 }
 
 }  // namespace detail
+
+namespace diagnostics {
 
 /// The groups of rows of `data` (a Dataset of float or double) whose
 /// features are identical and whose targets are not all the same, ordered
@@ -294,19 +298,19 @@ void finish_report(std::vector<RawGroup>& raw, DuplicateReport& report) {
 template <class ExecutionSpace, class Data>
 DuplicateReport conflicting_duplicates(const ExecutionSpace& space, const Data& data) {
   detail::require_duplicates_data<Data>();
-  const auto keys = detail::row_keys(space, data);
+  const auto keys = detail::duplicate_keys(space, data);
   std::vector<detail::DuplicateRecord> records(keys.hash.size());
   for (std::size_t i = 0; i < records.size(); ++i)
     records[i] = {keys.hash[i], std::int64_t(i), keys.target[i]};
-  detail::sort_records(records);
-  const auto candidates = detail::colliding(records);
+  detail::sort_duplicate_records(records);
+  const auto candidates = detail::colliding_records(records);
   std::vector<std::int64_t> rows;
   for (const auto& r : candidates) rows.push_back(r.row);
-  std::vector<detail::RawGroup> raw;
+  std::vector<detail::RawDuplicateGroup> raw;
   DuplicateReport report;
-  detail::group_exactly(candidates, detail::canonical_rows(space, data, rows),
+  detail::group_duplicates_exactly(candidates, detail::duplicate_rows_bits(space, data, rows),
                         data.num_features(), raw, report);
-  detail::finish_report<typename Data::scalar_type>(raw, report);
+  detail::finish_duplicate_report<typename Data::scalar_type>(raw, report);
   return report;
 }
 
