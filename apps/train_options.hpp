@@ -159,7 +159,7 @@ inline const char* usage() {
          "  --print-gradient       print the objective and its gradient at zero\n"
          "                         parameters, one value per line, and exit\n"
          "  --duplicates           list the groups of rows with identical features and\n"
-         "                         different targets (rows of the file, from 1), then train\n"
+         "                         different targets (file rows, from 1), then train\n"
          "  --help                 this text\n"
          "\n"
          "Threads: unless OMP_NUM_THREADS, KOKKOS_NUM_THREADS or --kokkos-threads=N\n"
