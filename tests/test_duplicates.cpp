@@ -108,7 +108,7 @@ void planted() {
   copy_row(p, 5, 17, 1);  // {5, 17, 33}: targets 0, 1, 2
   copy_row(p, 5, 33, 2);
   p.y[5] = 0;
-  copy_row(p, 8, 20, p.y[8]);  // {8, 20}: one target, counted only
+  copy_row(p, 8, 20, p.y[8]);        // {8, 20}: one target, counted only
   copy_row(p, 10, 39, p.y[10] + 1);  // {10, 39}: the last row too
   // -0 and +0: one value.
   p.x[2 * 3 + 0] = 0.0;
@@ -158,8 +158,9 @@ TEST_CASE_TEMPLATE_DEFINE("conflicting_duplicates matches a brute-force comparis
     for (std::uint64_t mask : {~0ull, 0ull, 3ull}) {
       CAPTURE(mask);
       HashMask forced(mask);
-      check_report<double>(gradsum::diagnostics::conflicting_duplicates(Space(), to_data<double, Memory>(p)),
-                           brute_force<double>(p), p);
+      check_report<double>(
+          gradsum::diagnostics::conflicting_duplicates(Space(), to_data<double, Memory>(p)),
+          brute_force<double>(p), p);
       check_report<float>(gradsum::diagnostics::conflicting_duplicates(to_data<float, Memory>(p)),
                           brute_force<float>(p), p);
     }
@@ -185,7 +186,8 @@ TEST_CASE_TEMPLATE_DEFINE("conflicting_duplicates compares in the data's scalar 
   HostProblem none;
   none.n = 3;
   none.y = {1, 1, 2};
-  const auto all = gradsum::diagnostics::conflicting_duplicates(Space(), to_data<double, Memory>(none));
+  const auto all =
+      gradsum::diagnostics::conflicting_duplicates(Space(), to_data<double, Memory>(none));
   REQUIRE(all.conflicting.size() == 1);
   CHECK(all.conflicting[0].rows == std::vector<std::int64_t>{0, 1, 2});
   CHECK(all.conflicting[0].targets == std::vector<double>{1, 1, 2});

@@ -18,8 +18,8 @@ namespace {
 
 // Rows [begin, end) of p as a Dataset of Scalar in Memory, `width` features.
 template <class Scalar, class Memory>
-gradsum::Dataset<Scalar, Memory> rows_of(const HostProblem& p, std::int64_t begin,
-                                         std::int64_t end, int width) {
+gradsum::Dataset<Scalar, Memory> rows_of(const HostProblem& p, std::int64_t begin, std::int64_t end,
+                                         int width) {
   std::vector<double> x, y;
   for (std::int64_t i = begin; i < end; ++i) {
     for (int j = 0; j < width; ++j) x.push_back(j < p.d ? p.x[std::size_t(i * p.d + j)] : 0.0);
@@ -56,9 +56,9 @@ TEST_CASE_TEMPLATE_DEFINE("mpi::conflicting_duplicates finds groups across ranks
   copy_row(p, 0, 36, 1);  // {0, 18, 36}: the first and last ranks' rows
   copy_row(p, 0, 18, 2);
   p.y[0] = 0;
-  copy_row(p, 9, 27, p.y[9]);  // consistent: counted
+  copy_row(p, 9, 27, p.y[9]);        // consistent: counted
   copy_row(p, 30, 31, p.y[30] + 1);  // {30, 31}: neighbours
-  copy_row(p, 3, 4, 1);  // -0 and +0 in one group
+  copy_row(p, 3, 4, 1);              // -0 and +0 in one group
   p.x[3 * 4 + 2] = 0.0;
   p.x[4 * 4 + 2] = -0.0;
   p.y[3] = 0;
@@ -81,8 +81,8 @@ TEST_CASE_TEMPLATE_DEFINE("mpi::conflicting_duplicates finds groups across ranks
     gradsum::detail::duplicate_hash_mask() = ~0ull;
   }
   // Float, and no rows anywhere.
-  const auto whole_float = gradsum::diagnostics::conflicting_duplicates(
-      Space(), rows_of<float, Memory>(p, 0, p.n, p.d));
+  const auto whole_float =
+      gradsum::diagnostics::conflicting_duplicates(Space(), rows_of<float, Memory>(p, 0, p.n, p.d));
   same_report(gradsum::mpi::conflicting_duplicates(
                   Space(), comm, rows_of<float, Memory>(p, even.begin, even.end, p.d)),
               whole_float);
@@ -126,7 +126,8 @@ TEST_CASE_TEMPLATE_DEFINE("mpi::conflicting_duplicates: ranks that disagree fail
   // A rank without rows may have any width: nothing of it is compared.
   const auto fine = gradsum::mpi::conflicting_duplicates(
       Space(), comm,
-      rank == last ? rows_of<double, Memory>(p, 0, 0, 9) : rows_of<double, Memory>(p, part.begin, part.end, 3));
+      rank == last ? rows_of<double, Memory>(p, 0, 0, 9)
+                   : rows_of<double, Memory>(p, part.begin, part.end, 3));
   CHECK(fine.conflicting.empty());
 }
 TEST_CASE_TEMPLATE_APPLY(mpi_duplicates_refusals, Spaces);

@@ -153,7 +153,7 @@ DuplicateKeys duplicate_keys(const ExecutionSpace& space, const Data& data) {
 /// to the host. Blocking.
 template <class ExecutionSpace, class Data>
 std::vector<std::uint64_t> duplicate_rows_bits(const ExecutionSpace& space, const Data& data,
-                                          const std::vector<std::int64_t>& rows) {
+                                               const std::vector<std::int64_t>& rows) {
   using Scalar = typename Data::scalar_type;
   using Memory = typename Data::memory_space;
   const int d = data.num_features();
@@ -162,8 +162,10 @@ std::vector<std::uint64_t> duplicate_rows_bits(const ExecutionSpace& space, cons
   if (m == 0 || d == 0) return out;
   Kokkos::View<std::int64_t*, Memory> index(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::diagnostics::duplicate_rows"), m);
-  Kokkos::deep_copy(index, Kokkos::View<const std::int64_t*, Kokkos::HostSpace,
-                                        Kokkos::MemoryTraits<Kokkos::Unmanaged>>(rows.data(), m));
+  Kokkos::deep_copy(
+      index,
+      Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+          rows.data(), m));
   Kokkos::View<std::uint64_t**, Kokkos::LayoutRight, Memory> bits(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::diagnostics::duplicate_bits"), m,
       std::size_t(d));
@@ -175,10 +177,10 @@ std::vector<std::uint64_t> duplicate_rows_bits(const ExecutionSpace& space, cons
       KOKKOS_LAMBDA(std::int64_t k) {
         for (int j = 0; j < d; ++j) bits(k, j) = canonical_bits<Scalar>(x(index(k), j));
       });
-  Kokkos::deep_copy(Kokkos::View<std::uint64_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>(out.data(), m,
-                                                                          std::size_t(d)),
-                    bits);
+  Kokkos::deep_copy(
+      Kokkos::View<std::uint64_t**, Kokkos::LayoutRight, Kokkos::HostSpace,
+                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>(out.data(), m, std::size_t(d)),
+      bits);
   return out;
 }
 
@@ -204,8 +206,9 @@ inline std::vector<DuplicateRecord> colliding_records(const std::vector<Duplicat
   for (std::size_t a = 0; a < records.size();) {
     std::size_t b = a + 1;
     while (b < records.size() && records[b].hash == records[a].hash) ++b;
-    if (b - a > 1) out.insert(out.end(), records.begin() + std::ptrdiff_t(a),
-                              records.begin() + std::ptrdiff_t(b));
+    if (b - a > 1)
+      out.insert(out.end(), records.begin() + std::ptrdiff_t(a),
+                 records.begin() + std::ptrdiff_t(b));
     a = b;
   }
   return out;
@@ -222,8 +225,9 @@ struct RawDuplicateGroup {
 /// classes of two or more rows with more than one target go to
 /// `conflicting` (rows ascending), the others are counted in `report`.
 inline void group_duplicates_exactly(const std::vector<DuplicateRecord>& candidates,
-                          const std::vector<std::uint64_t>& bits, int d,
-                          std::vector<RawDuplicateGroup>& conflicting, diagnostics::DuplicateReport& report) {
+                                     const std::vector<std::uint64_t>& bits, int d,
+                                     std::vector<RawDuplicateGroup>& conflicting,
+                                     diagnostics::DuplicateReport& report) {
   const std::size_t width = std::size_t(d);
   auto row_bits = [&](std::size_t k) { return bits.data() + k * width; };
   std::vector<std::size_t> order;
@@ -241,8 +245,7 @@ inline void group_duplicates_exactly(const std::vector<DuplicateRecord>& candida
     for (std::size_t s = 0; s < order.size();) {
       std::size_t t = s + 1;
       while (t < order.size() &&
-             (width == 0 ||
-              std::memcmp(row_bits(order[s]), row_bits(order[t]), width * 8) == 0))
+             (width == 0 || std::memcmp(row_bits(order[s]), row_bits(order[t]), width * 8) == 0))
         ++t;
       if (t - s > 1) {
         bool same = true;
@@ -268,9 +271,11 @@ inline void group_duplicates_exactly(const std::vector<DuplicateRecord>& candida
 
 /// Orders the groups by first row and turns the targets into values.
 template <class Scalar>
-void finish_duplicate_report(std::vector<RawDuplicateGroup>& raw, diagnostics::DuplicateReport& report) {
-  std::sort(raw.begin(), raw.end(),
-            [](const RawDuplicateGroup& a, const RawDuplicateGroup& b) { return a.rows[0] < b.rows[0]; });
+void finish_duplicate_report(std::vector<RawDuplicateGroup>& raw,
+                             diagnostics::DuplicateReport& report) {
+  std::sort(raw.begin(), raw.end(), [](const RawDuplicateGroup& a, const RawDuplicateGroup& b) {
+    return a.rows[0] < b.rows[0];
+  });
   for (auto& g : raw) {
     diagnostics::DuplicateGroup out;
     out.rows = std::move(g.rows);
@@ -309,7 +314,7 @@ DuplicateReport conflicting_duplicates(const ExecutionSpace& space, const Data& 
   std::vector<detail::RawDuplicateGroup> raw;
   DuplicateReport report;
   detail::group_duplicates_exactly(candidates, detail::duplicate_rows_bits(space, data, rows),
-                        data.num_features(), raw, report);
+                                   data.num_features(), raw, report);
   detail::finish_duplicate_report<typename Data::scalar_type>(raw, report);
   return report;
 }

@@ -41,11 +41,14 @@ inline std::vector<std::uint64_t> exchange(const Communicator& comm,
   int too_large = sent > INT_MAX || received > INT_MAX ? 1 : 0;
   check(MPI_Allreduce(MPI_IN_PLACE, &too_large, 1, MPI_INT, MPI_MAX, comm.get()), "MPI_Allreduce");
   if (too_large)
-    gradsum::detail::fail("gradsum::mpi::conflicting_duplicates: a rank would send or receive "
-                          "more than ", INT_MAX, " values in one message; spread the rows over "
-                          "more ranks");
-  std::vector<int> scount(static_cast<std::size_t>(p)), sdispl(static_cast<std::size_t>(p)), rcount(static_cast<std::size_t>(p)),
-      rdispl(static_cast<std::size_t>(p));
+    gradsum::detail::fail(
+        "gradsum::mpi::conflicting_duplicates: a rank would send or receive "
+        "more than ",
+        INT_MAX,
+        " values in one message; spread the rows over "
+        "more ranks");
+  std::vector<int> scount(static_cast<std::size_t>(p)), sdispl(static_cast<std::size_t>(p)),
+      rcount(static_cast<std::size_t>(p)), rdispl(static_cast<std::size_t>(p));
   std::vector<std::uint64_t> packed, out(static_cast<std::size_t>(received));
   for (int k = 0; k < p; ++k) {
     scount[std::size_t(k)] = int(counts[std::size_t(k)]);
@@ -180,8 +183,10 @@ diagnostics::DuplicateReport conflicting_duplicates(const ExecutionSpace& space,
     report.consistent_groups += all[std::size_t(3 * k + 1)];
     report.consistent_rows += all[std::size_t(3 * k + 2)];
     if (total > INT_MAX)  // the same sums on every rank: the same refusal
-      gradsum::detail::fail("gradsum::mpi::conflicting_duplicates: the groups found take more "
-                            "than ", INT_MAX, " values, too many to gather");
+      gradsum::detail::fail(
+          "gradsum::mpi::conflicting_duplicates: the groups found take more "
+          "than ",
+          INT_MAX, " values, too many to gather");
   }
   std::vector<std::uint64_t> gathered(static_cast<std::size_t>(total));
   check(MPI_Allgatherv(packed.data(), int(packed.size()), MPI_UINT64_T, gathered.data(),
