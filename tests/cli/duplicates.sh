@@ -6,11 +6,13 @@
 # names; identical rows with one target are only counted; a held-out split
 # and (under mpiexec) 2 and 3 ranks list the same lines; training follows;
 # --duplicates with --print-gradient is refused.
-# usage: duplicates.sh GRADSUM_TRAIN [MPIEXEC NUMPROC_FLAG]
+# scikit-learn's iris has one pair of identical rows (102 and 143, both
+# class 2): counted, and listed once row 143 is relabelled.
+# usage: duplicates.sh GRADSUM_TRAIN DATA_FOLDER [MPIEXEC NUMPROC_FLAG]
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/common.sh"
-train="$1" mpiexec="${2:-}" np_flag="${3:-}"
+train="$1" data="$2" mpiexec="${3:-}" np_flag="${4:-}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
@@ -39,7 +41,7 @@ CSV
 expected='gradsum-train: duplicates: 2 groups of rows with identical features and different targets (5 rows); 1 group of identical rows with one target (2 rows)
 duplicate rows=2,5,9 targets=0,1,0
 duplicate rows=3,10 targets=1,0'
-run() { "$@" --model logistic --epochs 2 --progress off 2>&1; }
+run() { "$@" --epochs 2 --progress off 2>&1; }  # logistic regression by default
 out="$(run "$train" --data numbers.csv --duplicates)" || bad "numbers: exit $?: $out"
 [[ "$(grep -E '^(duplicate |gradsum-train: duplicates)' <<<"$out")" == "$expected" ]] ||
   bad "numbers: got: $(grep duplicate <<<"$out")"
@@ -65,6 +67,16 @@ out="$(run "$train" --data clean.csv --duplicates)" || bad "clean: exit $?: $out
 grep -qx 'gradsum-train: duplicates: 0 groups of rows with identical features and different targets (0 rows); 0 groups of identical rows with one target (0 rows)' <<<"$out" ||
   bad "clean: summary: $(grep duplicates <<<"$out")"
 passed "no duplicates: a summary of zeros"
+# iris: the header line is not a row; data row 143 is line 144.
+out="$(run "$train" --data "$data/iris.csv" --model softmax --duplicates)" || bad "iris: exit $?: $out"
+grep -qx 'gradsum-train: duplicates: 0 groups of rows with identical features and different targets (0 rows); 1 group of identical rows with one target (2 rows)' <<<"$out" ||
+  bad "iris: $(grep duplicates <<<"$out")"
+sed '144s/,2$/,1/' "$data/iris.csv" >iris_relabelled.csv
+out="$(run "$train" --data iris_relabelled.csv --model softmax --duplicates)" ||
+  bad "relabelled iris: exit $?: $out"
+grep -qx 'duplicate rows=102,143 targets=2,1' <<<"$out" ||
+  bad "relabelled iris: $(grep duplicate <<<"$out")"
+passed "iris: its one identical pair counted, and listed once relabelled"
 if [[ -n "$mpiexec" ]]; then
   for ranks in 2 3; do
     out="$(run "$mpiexec" "$np_flag" "$ranks" "$train" --data numbers.csv --duplicates)" ||
