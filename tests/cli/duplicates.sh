@@ -5,7 +5,8 @@
 # (from 1, the header not counted) and by class name where the file has
 # names; identical rows with one target are only counted; a held-out split
 # and (under mpiexec) 2 and 3 ranks list the same lines; training follows;
-# --duplicates with --print-gradient is refused.
+# --duplicates with --print-gradient, and ranks reading files of other
+# widths, are refused.
 # scikit-learn's iris has one pair of identical rows (102 and 143, both
 # class 2): counted, and listed once row 143 is relabelled.
 # usage: duplicates.sh GRADSUM_TRAIN DATA_FOLDER [MPIEXEC NUMPROC_FLAG]
@@ -85,6 +86,12 @@ if [[ -n "$mpiexec" ]]; then
       bad "$ranks ranks: got: $(grep duplicate <<<"$out")"
   done
   passed "2 and 3 ranks: the same lines, once"
+  # Rank 1 reads a file with one more column: refused alike on every rank.
+  sed 's/$/,1/' numbers.csv >wide.csv
+  expect 1 "gradsum::mpi::conflicting_duplicates: rank 1 holds rows of 3 features of 64-bit values, rank 0 rows of 2 features of 64-bit values; every rank's data must have the same columns and scalar type" \
+    "ranks reading files of other widths" -- \
+    "$mpiexec" "$np_flag" 1 "$train" --data numbers.csv --duplicates --progress off : \
+    "$np_flag" 1 "$train" --data wide.csv --duplicates --progress off
 fi
 expect 2 "--duplicates: does not combine with --print-gradient, whose output is the gradient alone" \
   "--duplicates with --print-gradient" -- "$train" --data numbers.csv --duplicates --print-gradient
