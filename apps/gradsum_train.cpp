@@ -477,6 +477,59 @@ int count_classes(const gradsum::Table& table, const std::vector<std::string>& n
   return int(classes);
 }
 
+// --duplicates: the groups of rows of the whole file (before any held-out
+// split reorders them) whose features are identical and whose targets
+// differ, one line each, rows numbered as the file's data rows from 1 (the
+// header not counted), targets by class name where the file has names.
+// Under MPI every rank hashes its contiguous part of the rows and the
+// groups are found across the ranks. Collective; rank 0 prints.
+void report_duplicates(const Context& context, gradsum::Table& whole) {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  using Rows = Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace,
+                            Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Targets = Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  const std::size_t d = whole.num_features;
+  auto rows = [&](std::int64_t begin, std::int64_t end) {
+    // The file's rows themselves, no copy.
+    double* x = whole.features.data() + std::size_t(begin) * d;
+    double* y = whole.targets.data() + std::size_t(begin);
+    return gradsum::Dataset<double, Kokkos::HostSpace>(Rows(x, std::size_t(end - begin), d),
+                                                       Targets(y, std::size_t(end - begin)));
+  };
+#if GRADSUM_ENABLE_MPI
+  const gradsum::mpi::Communicator comm(MPI_COMM_WORLD);
+  const auto part = gradsum::partition(std::int64_t(whole.num_rows), comm.size(), comm.rank());
+  const auto report =
+      gradsum::mpi::conflicting_duplicates(Space(), comm, rows(part.begin, part.end));
+#else
+  const auto report = gradsum::diagnostics::conflicting_duplicates(
+      Space(), rows(0, std::int64_t(whole.num_rows)));
+#endif
+  std::size_t listed = 0;
+  for (const auto& g : report.conflicting) listed += g.rows.size();
+  context.say("gradsum-train: duplicates: %zu group%s of rows with identical features and "
+              "different targets (%zu rows); %lld group%s of identical rows with one target "
+              "(%lld rows)\n",
+              report.conflicting.size(), report.conflicting.size() == 1 ? "" : "s", listed,
+              static_cast<long long>(report.consistent_groups),
+              report.consistent_groups == 1 ? "" : "s",
+              static_cast<long long>(report.consistent_rows));
+  const auto& names = context.inputs.class_names;
+  for (const auto& g : report.conflicting) {
+    std::string line = "duplicate rows=";
+    for (std::size_t k = 0; k < g.rows.size(); ++k) line += gradsum::concat(k ? "," : "", g.rows[k] + 1);
+    line += " targets=";
+    for (std::size_t k = 0; k < g.targets.size(); ++k) {
+      const double t = g.targets[k];
+      const bool named = t >= 0 && t < double(names.size());
+      line += k ? "," : "";
+      line += named ? names[std::size_t(t)] : gradsum::concat(t);
+    }
+    context.say("%s\n", line.c_str());
+  }
+  std::fflush(stdout);
+}
+
 template <class Space>
 int run_on(const Context& context, const Aggregation& aggregation) {
   const Options& o = context.options;
@@ -574,6 +627,7 @@ int main(int argc, char* argv[]) {
     // Reading can fail on one rank only (a file missing on one node):
     // every rank learns of it before the first collective of training.
     Inputs& inputs = context.inputs;
+    gradsum::Table whole;  // --duplicates: the rows before any split
     std::string error;
     try {
       gradsum::CsvOptions csv;
@@ -582,6 +636,7 @@ int main(int argc, char* argv[]) {
       inputs.train = gradsum::read_csv(options.data, csv);
       inputs.class_names = inputs.train.class_names;
       check_class_names(options, inputs.class_names);
+      if (options.duplicates) whole = inputs.train;  // --duplicates: the file's own rows
       // Seeded splits, the same on every rank: the test rows first, then the
       // validation rows out of what is left.
       if (options.test_fraction > 0) {
@@ -612,6 +667,10 @@ int main(int argc, char* argv[]) {
     if (error.empty())
       error = aggregation.first_error(class_names_disagree(inputs.class_names, options.data));
     if (!error.empty()) throw gradsum::Error(error);
+    if (options.duplicates) {
+      report_duplicates(context, whole);
+      whole = gradsum::Table{};
+    }
     return dispatch(context, aggregation, static_cast<gradsum::ExecutionSpaces*>(nullptr));
   } catch (const std::exception& e) {
     // Errors from the step reach every rank alike; rank 0 reports them.

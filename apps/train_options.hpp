@@ -70,6 +70,7 @@ struct Options {
   int noise_parts = 0;            // --noise-scale: workers measured per rank, 0 = off
   double validation = 0;          // fraction of rows held out, 0 = none
   bool print_gradient = false;
+  bool duplicates = false;  // --duplicates: list conflicting duplicate rows first
   bool help = false;
 };
 
@@ -157,6 +158,8 @@ inline const char* usage() {
          "                         printed at the end and written by --log\n"
          "  --print-gradient       print the objective and its gradient at zero\n"
          "                         parameters, one value per line, and exit\n"
+         "  --duplicates           list the groups of rows with identical features and\n"
+         "                         different targets (file rows, from 1), then train\n"
          "  --help                 this text\n"
          "\n"
          "Threads: unless OMP_NUM_THREADS, KOKKOS_NUM_THREADS or --kokkos-threads=N\n"
@@ -421,6 +424,8 @@ inline Options parse(const std::vector<std::string>& args) {
       o.noise_parts = int(detail::parse_integer(flag, value(), 1, 4096));
     } else if (flag == "--print-gradient") {
       o.print_gradient = true;
+    } else if (flag == "--duplicates") {
+      o.duplicates = true;
     } else if (flag.rfind("--kokkos-", 0) == 0) {
       // Kokkos' own option, e.g. --kokkos-threads=2.
     } else {
@@ -443,6 +448,9 @@ inline Options parse(const std::vector<std::string>& args) {
   }
   if (o.clip_norm > 0 && (o.optimizer == "newton" || o.optimizer == "steepest" || o.optimizer == "lbfgs"))
     gradsum::fail("--clip-norm: applies to first-order optimizers, not to ", o.optimizer);
+  if (o.duplicates && o.print_gradient)
+    gradsum::fail("--duplicates: does not combine with --print-gradient, whose output is the "
+                  "gradient alone");
   if (o.checkpoint_every > 0 && o.checkpoint.empty())
     gradsum::fail("--checkpoint-every: needs --checkpoint FILE");
   return o;

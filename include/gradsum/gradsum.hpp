@@ -77,6 +77,7 @@
 
 #include <gradsum/diagnostics/check_model.hpp>
 #include <gradsum/diagnostics/critical_point.hpp>
+#include <gradsum/diagnostics/duplicates.hpp>
 #include <gradsum/diagnostics/gradient_check.hpp>
 #include <gradsum/diagnostics/gradient_health.hpp>
 #include <gradsum/diagnostics/gradient_report.hpp>
@@ -89,6 +90,7 @@
 #if GRADSUM_ENABLE_MPI
 #include <gradsum/mpi/allreduce.hpp>
 #include <gradsum/mpi/communicator.hpp>
+#include <gradsum/mpi/duplicates.hpp>
 #include <gradsum/mpi/metrics.hpp>
 #include <gradsum/mpi/network_probe.hpp>
 #include <gradsum/mpi/robust_allreduce.hpp>

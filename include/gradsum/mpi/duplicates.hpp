@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// @file
+/// mpi::conflicting_duplicates: diagnostics::conflicting_duplicates over
+/// data sharded across the ranks, with groups that may span ranks.
+
+#include <gradsum/core/error.hpp>
+#include <gradsum/diagnostics/duplicates.hpp>
+#include <gradsum/mpi/communicator.hpp>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <vector>
+
+namespace gradsum {
+namespace mpi {
+namespace detail {
+
+/// Sends send[k] to rank k (MPI_Alltoallv of 64-bit words); returns what
+/// every rank sent here, in rank order, and in `from` how many words came
+/// from each. A message past MPI's int counts fails every rank alike.
+/// Collective.
+inline std::vector<std::uint64_t> exchange(const Communicator& comm,
+                                           const std::vector<std::vector<std::uint64_t>>& send,
+                                           std::vector<std::int64_t>& from) {
+  const int p = comm.size();
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(p));
+  for (int k = 0; k < p; ++k) counts[std::size_t(k)] = std::int64_t(send[std::size_t(k)].size());
+  from.assign(std::size_t(p), 0);
+  check(MPI_Alltoall(counts.data(), 1, MPI_INT64_T, from.data(), 1, MPI_INT64_T, comm.get()),
+        "MPI_Alltoall");
+  std::int64_t sent = 0, received = 0;
+  for (int k = 0; k < p; ++k) {
+    sent += counts[std::size_t(k)];
+    received += from[std::size_t(k)];
+  }
+  int too_large = sent > INT_MAX || received > INT_MAX ? 1 : 0;
+  check(MPI_Allreduce(MPI_IN_PLACE, &too_large, 1, MPI_INT, MPI_MAX, comm.get()), "MPI_Allreduce");
+  if (too_large)
+    gradsum::detail::fail(
+        "gradsum::mpi::conflicting_duplicates: a rank would send or receive "
+        "more than ",
+        INT_MAX,
+        " values in one message; spread the rows over "
+        "more ranks");
+  std::vector<int> scount(static_cast<std::size_t>(p)), sdispl(static_cast<std::size_t>(p)),
+      rcount(static_cast<std::size_t>(p)), rdispl(static_cast<std::size_t>(p));
+  std::vector<std::uint64_t> packed, out(static_cast<std::size_t>(received));
+  for (int k = 0; k < p; ++k) {
+    scount[std::size_t(k)] = int(counts[std::size_t(k)]);
+    sdispl[std::size_t(k)] = int(packed.size());
+    packed.insert(packed.end(), send[std::size_t(k)].begin(), send[std::size_t(k)].end());
+    rcount[std::size_t(k)] = int(from[std::size_t(k)]);
+    rdispl[std::size_t(k)] = k == 0 ? 0 : rdispl[std::size_t(k - 1)] + rcount[std::size_t(k - 1)];
+  }
+  check(MPI_Alltoallv(packed.data(), scount.data(), sdispl.data(), MPI_UINT64_T, out.data(),
+                      rcount.data(), rdispl.data(), MPI_UINT64_T, comm.get()),
+        "MPI_Alltoallv");
+  return out;
+}
+
+}  // namespace detail
+
+/// diagnostics::conflicting_duplicates over every rank's `data` (each rank
+/// its own shard): the groups of identical rows with different targets,
+/// wherever their rows live, the same report on every rank. Rows are
+/// numbered globally, rank 0's first, then rank 1's and so on (the
+/// numbering of gradsum::partition's contiguous parts), and the groups come
+/// in the same order for any number of ranks.
+///
+/// Each rank hashes its rows in one kernel on `space` and sends (hash,
+/// row, target) to the rank that owns the hash (hash modulo ranks,
+/// MPI_Alltoallv: 24 bytes per row); an owner asks the home ranks of
+/// colliding rows for their features (d values per colliding row, two
+/// more MPI_Alltoallv), groups them exactly and every rank gathers the
+/// groups (MPI_Allgatherv). Throws the same gradsum::Error on every rank
+/// when the ranks holding rows disagree on the number of features or the
+/// scalar type. Blocking; collective over `comm`.
+template <class ExecutionSpace, class Data>
+diagnostics::DuplicateReport conflicting_duplicates(const ExecutionSpace& space,
+                                                    const Communicator& comm, const Data& data) {
+  namespace dd = gradsum::detail;
+  dd::require_duplicates_data<Data>();
+  using Scalar = typename Data::scalar_type;
+  const int p = comm.size(), me = comm.rank();
+  // Every rank's rows, width and scalar size: the global numbering and a
+  // check that every rank can see the same way.
+  std::int64_t mine[3] = {data.num_samples(), data.num_features(), std::int64_t(sizeof(Scalar))};
+  std::vector<std::int64_t> all(std::size_t(3 * p));
+  check(MPI_Allgather(mine, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, comm.get()),
+        "MPI_Allgather");
+  std::vector<std::int64_t> offset(std::size_t(p) + 1, 0);
+  int first = -1;
+  for (int k = 0; k < p; ++k) {
+    const std::int64_t* s = &all[std::size_t(3 * k)];
+    offset[std::size_t(k) + 1] = offset[std::size_t(k)] + s[0];
+    if (s[0] == 0) continue;
+    if (first < 0) {
+      first = k;
+    } else if (s[1] != all[std::size_t(3 * first + 1)] || s[2] != all[std::size_t(3 * first + 2)]) {
+      gradsum::detail::fail("gradsum::mpi::conflicting_duplicates: rank ", k, " holds rows of ",
+                            s[1], " features of ", s[2] * 8, "-bit values, rank ", first,
+                            " rows of ", all[std::size_t(3 * first + 1)], " features of ",
+                            all[std::size_t(3 * first + 2)] * 8,
+                            "-bit values; every rank's data must have the same columns and "
+                            "scalar type");
+    }
+  }
+  // The width of the rows that exist (a rank without rows may say any).
+  const int d = first < 0 ? data.num_features() : int(all[std::size_t(3 * first + 1)]);
+  const std::int64_t base = offset[std::size_t(me)];
+
+  // 1. (hash, global row, target) to the owner of the hash.
+  const auto keys = dd::duplicate_keys(space, data);
+  std::vector<std::vector<std::uint64_t>> send(static_cast<std::size_t>(p));
+  for (std::size_t i = 0; i < keys.hash.size(); ++i) {
+    auto& to = send[std::size_t(keys.hash[i] % std::uint64_t(p))];
+    to.insert(to.end(), {keys.hash[i], std::uint64_t(base + std::int64_t(i)), keys.target[i]});
+  }
+  std::vector<std::int64_t> from;
+  const auto triples = detail::exchange(comm, send, from);
+  std::vector<dd::DuplicateRecord> records(triples.size() / 3);
+  for (std::size_t r = 0; r < records.size(); ++r)
+    records[r] = {triples[3 * r], std::int64_t(triples[3 * r + 1]), triples[3 * r + 2]};
+  dd::sort_duplicate_records(records);
+  const auto candidates = dd::colliding_records(records);
+
+  // 2. The owner asks each home rank for its colliding rows' features.
+  auto home = [&](std::int64_t row) {
+    return int(std::upper_bound(offset.begin(), offset.end(), row) - offset.begin()) - 1;
+  };
+  for (auto& s : send) s.clear();
+  for (const auto& c : candidates) send[std::size_t(home(c.row))].push_back(std::uint64_t(c.row));
+  const auto asked = detail::exchange(comm, send, from);
+  std::vector<std::int64_t> local(asked.size());
+  for (std::size_t k = 0; k < asked.size(); ++k) local[k] = std::int64_t(asked[k]) - base;
+  const auto bits = dd::duplicate_rows_bits(space, data, local);
+  std::size_t at = 0;
+  for (int k = 0; k < p; ++k) {
+    const std::size_t words = std::size_t(from[std::size_t(k)]) * std::size_t(d);
+    send[std::size_t(k)].assign(bits.begin() + std::ptrdiff_t(at),
+                                bits.begin() + std::ptrdiff_t(at + words));
+    at += words;
+  }
+  const auto answers = detail::exchange(comm, send, from);
+  // Answers come per home rank, each in the order asked: back to candidates.
+  std::vector<std::size_t> cursor(std::size_t(p), 0);
+  for (int k = 1; k < p; ++k)
+    cursor[std::size_t(k)] = cursor[std::size_t(k - 1)] + std::size_t(from[std::size_t(k - 1)]);
+  std::vector<std::uint64_t> features(candidates.size() * std::size_t(d));
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    std::size_t& src = cursor[std::size_t(home(candidates[c].row))];
+    std::copy(answers.begin() + std::ptrdiff_t(src), answers.begin() + std::ptrdiff_t(src) + d,
+              features.begin() + std::ptrdiff_t(c * std::size_t(d)));
+    src += std::size_t(d);
+  }
+
+  // 3. Exact groups at each owner, gathered by every rank.
+  std::vector<dd::RawDuplicateGroup> raw;
+  diagnostics::DuplicateReport report;
+  dd::group_duplicates_exactly(candidates, features, d, raw, report);
+  std::vector<std::uint64_t> packed;
+  for (const auto& g : raw) {
+    packed.push_back(g.rows.size());
+    for (auto r : g.rows) packed.push_back(std::uint64_t(r));
+    packed.insert(packed.end(), g.targets.begin(), g.targets.end());
+  }
+  std::int64_t sizes[3] = {std::int64_t(packed.size()), report.consistent_groups,
+                           report.consistent_rows};
+  check(MPI_Allgather(sizes, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, comm.get()),
+        "MPI_Allgather");
+  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
+  std::int64_t total = 0;
+  report = {};
+  for (int k = 0; k < p; ++k) {
+    displs[std::size_t(k)] = int(total);
+    counts[std::size_t(k)] = int(all[std::size_t(3 * k)]);
+    total += all[std::size_t(3 * k)];
+    report.consistent_groups += all[std::size_t(3 * k + 1)];
+    report.consistent_rows += all[std::size_t(3 * k + 2)];
+    if (total > INT_MAX)  // the same sums on every rank: the same refusal
+      gradsum::detail::fail(
+          "gradsum::mpi::conflicting_duplicates: the groups found take more "
+          "than ",
+          INT_MAX, " values, too many to gather");
+  }
+  std::vector<std::uint64_t> gathered(static_cast<std::size_t>(total));
+  check(MPI_Allgatherv(packed.data(), int(packed.size()), MPI_UINT64_T, gathered.data(),
+                       counts.data(), displs.data(), MPI_UINT64_T, comm.get()),
+        "MPI_Allgatherv");
+  raw.clear();
+  for (std::size_t k = 0; k < gathered.size();) {
+    const std::size_t m = std::size_t(gathered[k++]);
+    dd::RawDuplicateGroup g;
+    for (std::size_t r = 0; r < m; ++r) g.rows.push_back(std::int64_t(gathered[k + r]));
+    g.targets.assign(gathered.begin() + std::ptrdiff_t(k + m),
+                     gathered.begin() + std::ptrdiff_t(k + 2 * m));
+    k += 2 * m;
+    raw.push_back(std::move(g));
+  }
+  dd::finish_duplicate_report<Scalar>(raw, report);
+  return report;
+}
+
+}  // namespace mpi
+}  // namespace gradsum
