@@ -70,6 +70,10 @@ struct Options {
   int noise_parts = 0;            // --noise-scale: workers measured per rank, 0 = off
   double validation = 0;          // fraction of rows held out, 0 = none
   bool print_gradient = false;
+  // --suspects K, --suspects-out FILE: after training, the K training rows
+  // whose target looks wrong (0 = off), printed and optionally as CSV.
+  std::int64_t suspects = 0;
+  std::string suspects_out;
   bool help = false;
 };
 
@@ -157,6 +161,11 @@ inline const char* usage() {
          "                         printed at the end and written by --log\n"
          "  --print-gradient       print the objective and its gradient at zero\n"
          "                         parameters, one value per line, and exit\n"
+         "  --suspects K           after training, print the K training rows whose target\n"
+         "                         looks wrong, most suspicious first: the lowest margin\n"
+         "                         averaged over the epochs (docs/bad-data.md)\n"
+         "  --suspects-out FILE    also write them as CSV (row,target,predicted,score;\n"
+         "                         '-': standard output)\n"
          "  --help                 this text\n"
          "\n"
          "Threads: unless OMP_NUM_THREADS, KOKKOS_NUM_THREADS or --kokkos-threads=N\n"
@@ -190,6 +199,25 @@ inline std::int64_t parse_integer(const std::string& flag, const std::string& te
     gradsum::fail(flag, ": expected an integer in [", lo, ", ", hi,
                   "], got '", text, "'");
   return v;
+}
+
+// --suspects K (K >= 1 rows) and --suspects-out FILE.
+inline void parse_suspects(const std::string& flag, const std::string& text, Options& o) {
+  if (flag == "--suspects-out") {
+    o.suspects_out = text;
+    if (o.suspects_out.empty()) gradsum::fail("--suspects-out: empty file name");
+    return;
+  }
+  o.suspects = parse_integer(flag, text, 0, INT64_MAX);
+  if (o.suspects == 0)
+    gradsum::fail("--suspects: expected the number of rows to report, at least 1, got 0");
+}
+
+inline void check_suspects(const Options& o) {
+  if (!o.suspects_out.empty() && o.suspects == 0)
+    gradsum::fail("--suspects-out: needs --suspects K (how many rows to write)");
+  if (o.suspects > 0 && o.print_gradient)
+    gradsum::fail("--suspects: ranks rows after training, but --print-gradient does not train");
 }
 
 }  // namespace detail
@@ -421,6 +449,8 @@ inline Options parse(const std::vector<std::string>& args) {
       o.noise_parts = int(detail::parse_integer(flag, value(), 1, 4096));
     } else if (flag == "--print-gradient") {
       o.print_gradient = true;
+    } else if (flag == "--suspects" || flag == "--suspects-out") {
+      detail::parse_suspects(flag, value(), o);
     } else if (flag.rfind("--kokkos-", 0) == 0) {
       // Kokkos' own option, e.g. --kokkos-threads=2.
     } else {
@@ -445,6 +475,7 @@ inline Options parse(const std::vector<std::string>& args) {
     gradsum::fail("--clip-norm: applies to first-order optimizers, not to ", o.optimizer);
   if (o.checkpoint_every > 0 && o.checkpoint.empty())
     gradsum::fail("--checkpoint-every: needs --checkpoint FILE");
+  detail::check_suspects(o);
   return o;
 }
 
