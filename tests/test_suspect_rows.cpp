@@ -177,3 +177,41 @@ TEST_CASE_TEMPLATE_DEFINE("suspect_rows: refusals name the argument and the valu
                        gradsum::Error);
 }
 TEST_CASE_TEMPLATE_APPLY(suspects_refusals, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("suspect_rows: one logit and a regression, worked out by hand", Space,
+                          suspects_one_output) {
+  // z = 0.5 a - b + 0.25. Logistic: margin z for target 1, -z for 0.
+  // Squared error: margin -(z - y)^2 / 2.
+  const std::vector<double> x = {1, 2, -1, 0.5, 3, -2}, binary = {1, 0, 0},
+                            real = {0.5, -3, 1};
+  const std::vector<double> t = {0.5, -1, 0.25};
+  const double z[3] = {0.5 - 2 + 0.25, -0.5 - 0.5 + 0.25, 1.5 + 2 + 0.25};
+  Kokkos::View<double*, typename Space::memory_space> theta("theta", 3);
+  fill(theta, t);
+  const gradsum::Linear model(2);
+  const auto logistic = Data<Space>::from_host(3, 2, x, binary);
+  auto h1 = gradsum::diagnostics::margin_history(Space(), model, gradsum::BinaryCrossEntropy{},
+                                                 theta, logistic);
+  h1.record();
+  const auto s1 = h1.scores();
+  CHECK(s1[0].score == doctest::Approx(-z[0]));
+  CHECK(s1[1].score == doctest::Approx(z[1]));
+  CHECK(s1[2].score == doctest::Approx(z[2]));
+  CHECK(s1[0].predicted == 0);  // z < 0
+  CHECK(s1[2].predicted == 1);
+  const auto regression = Data<Space>::from_host(3, 2, x, real);
+  auto h2 = gradsum::diagnostics::margin_history(Space(), model, gradsum::SquaredError{}, theta,
+                                                 regression);
+  h2.record();
+  const auto s2 = h2.scores();
+  for (int i = 0; i < 3; ++i) {
+    CHECK(s2[std::size_t(i)].score == doctest::Approx((z[i] - real[std::size_t(i)]) *
+                                                      (z[i] - real[std::size_t(i)]) / 2));
+    CHECK(s2[std::size_t(i)].predicted == doctest::Approx(z[i]));
+  }
+  // The largest error first: row 2 (z = 3.75 against 1), then row 1.
+  const auto top = gradsum::diagnostics::suspect_rows(h2, 2);
+  CHECK(top[0].row == 2);
+  CHECK(top[1].row == 1);
+}
+TEST_CASE_TEMPLATE_APPLY(suspects_one_output, Spaces);
