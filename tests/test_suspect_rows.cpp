@@ -16,7 +16,7 @@ namespace {
 template <class Space>
 using Data = gradsum::Dataset<double, typename Space::memory_space>;
 
-// n points of two features, labelled by `rule`, kept only outside a gap
+// n points of d features, labelled by `rule` of the first two, kept only outside a gap
 // around the boundary (so that a clean label is never in doubt); then
 // `flips` rows drawn at random get the other label.
 struct Flipped {
@@ -25,17 +25,18 @@ struct Flipped {
 };
 
 template <class Rule>
-Flipped flipped_set(std::int64_t n, std::int64_t flips, std::uint64_t seed, Rule rule) {
+Flipped flipped_set(std::int64_t n, std::int64_t flips, std::uint64_t seed, Rule rule, int d = 2) {
   INFO("seed = " << seed);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-2.0, 2.0);
   Flipped f;
   f.p.n = n;
-  f.p.d = 2;
+  f.p.d = d;
   while (std::int64_t(f.p.y.size()) < n) {
     const double a = u(rng), b = u(rng), side = rule(a, b);
     if (std::fabs(side) < 0.3) continue;
     f.p.x.insert(f.p.x.end(), {a, b});
+    for (int j = 2; j < d; ++j) f.p.x.push_back(u(rng));  // features the rule ignores
     f.p.y.push_back(side > 0 ? 1.0 : 0.0);
   }
   while (std::int64_t(f.flipped.size()) < flips) f.flipped.insert(std::int64_t(rng() % n));
@@ -46,7 +47,8 @@ Flipped flipped_set(std::int64_t n, std::int64_t flips, std::uint64_t seed, Rule
 template <class Space, class Model>
 std::set<std::int64_t> suspects_after_training(const Flipped& f, const Model& model,
                                                double lr, std::int64_t epochs,
-                                               std::vector<double> start = {}) {
+                                               std::vector<double> start = {},
+                                               double* accuracy = nullptr) {
   const auto data = Data<Space>::from_host(f.p.n, f.p.d, f.p.x, f.p.y);
   auto step = gradsum::make_step<double>(Space(), model, gradsum::BinaryCrossEntropy{},
                                          gradsum::Adam{lr});
@@ -60,6 +62,10 @@ std::set<std::int64_t> suspects_after_training(const Flipped& f, const Model& mo
   options.seed = 3;
   gradsum::fit(step, theta, data, options, history);
   CHECK(history.records() == epochs);
+  if (accuracy)
+    *accuracy = double(gradsum::count_correct(Space(), model, gradsum::BinaryCrossEntropy{},
+                                              theta, data)) /
+                double(f.p.n);
   const auto top = gradsum::diagnostics::suspect_rows(history, std::int64_t(f.flipped.size()));
   REQUIRE(top.size() == f.flipped.size());
   for (std::size_t i = 1; i < top.size(); ++i) CHECK(top[i - 1].score >= top[i].score);
@@ -94,6 +100,23 @@ TEST_CASE_TEMPLATE_DEFINE("suspect_rows: the flipped labels of a circle rank fir
   CHECK(found >= 19);
 }
 TEST_CASE_TEMPLATE_APPLY(suspects_mlp, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("suspect_rows: an MLP that fits every flipped label still ranks them first",
+                          Space, suspects_memorized) {
+  // 200 rows of 6 features, 64 hidden units: enough to learn the 10 wrong
+  // labels too; their margins averaged over training stay the lowest.
+  const auto f = flipped_set(200, 10, 9, [](double a, double b) { return a - 0.5 * b; }, 6);
+  const gradsum::MLP model(6, {64}, 1, gradsum::Activation::tanh);
+  auto theta0 = random_vector(std::size_t(model.num_parameters()), 19, 0.5);
+  double accuracy = 0;
+  const auto rows = suspects_after_training<Space>(f, model, 0.01, 400, theta0, &accuracy);
+  std::int64_t found = 0;
+  for (auto r : rows) found += f.flipped.count(r);
+  INFO("training accuracy " << accuracy << ", flipped rows among the top 10: " << found);
+  CHECK(accuracy == 1.0);  // every wrong label learned
+  CHECK(found >= 7);
+}
+TEST_CASE_TEMPLATE_APPLY(suspects_memorized, Spaces);
 
 TEST_CASE_TEMPLATE_DEFINE("suspect_rows: scores are minus the margin averaged over the records",
                           Space, suspects_margins) {
