@@ -116,6 +116,7 @@ struct Inputs {
   gradsum::Table validation;
   gradsum::StandardScaler scaler;
   std::vector<std::string> class_names;  // of a target column of names, else empty
+  std::vector<std::int64_t> file_rows;   // --suspects: each training row's 1-based data row
 };
 
 // What every stage of a run reads, handed down instead of kept in globals.
@@ -178,6 +179,91 @@ class Diagnostics : public gradsum::Callback {
   const Theta& theta_;
   StepType& step_;
 };
+
+// --suspects: the training rows in the file's numbering. The splits keep
+// rows in order but drop some; replaying them (the same row count and
+// seeds) on a table holding each row's number says which rows remain.
+std::vector<std::int64_t> training_file_rows(std::size_t rows, const Options& o) {
+  gradsum::Table numbers;
+  numbers.num_rows = rows;
+  numbers.num_features = 1;
+  for (std::size_t i = 0; i < rows; ++i) numbers.features.push_back(double(i + 1));
+  numbers.targets.assign(rows, 0.0);
+  if (o.test_fraction > 0)
+    numbers = gradsum::train_test_split(numbers, o.test_fraction, o.seed).first;
+  if (o.validation > 0)
+    numbers = gradsum::train_test_split(numbers, o.validation, o.seed + 1).first;
+  return std::vector<std::int64_t>(numbers.features.begin(), numbers.features.end());
+}
+
+// --suspects K: the margin of every training row of this rank's part,
+// recorded after every epoch (a fit() callback).
+template <class Space, class Model, class Loss, class Theta, class Data>
+std::unique_ptr<gradsum::diagnostics::MarginHistory<Space, Model, Loss, Theta, Data>>
+track_suspects(const Context& context, const Space& space, const Model& model, const Loss& loss,
+               const Theta& theta, const Data& data, gradsum::RowRange rows,
+               gradsum::CallbackList& callbacks) {
+  const Options& o = context.options;
+  if (o.suspects == 0) return nullptr;
+  if (o.suspects > data.num_samples())
+    gradsum::fail("--suspects: asks for ", o.suspects, " rows, but training holds ",
+                  data.num_samples(), "; ask for at most ", data.num_samples());
+  auto history = std::make_unique<gradsum::diagnostics::MarginHistory<Space, Model, Loss, Theta, Data>>(
+      space, model, loss, theta, data, rows);
+  callbacks.add(*history);
+  return history;
+}
+
+// A target or prediction as the file spells it: a class name, else a number.
+std::string suspect_value(const Context& context, double v, bool classifier) {
+  const auto& names = context.inputs.class_names;
+  if (classifier && v >= 0 && v < double(names.size())) return names[std::size_t(v)];
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", v);
+  return text;
+}
+
+// A CSV field: quoted when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + '"';
+}
+
+// Prints the K suspects (rank 0) and writes --suspects-out: collective, the
+// ranks' top K merged.
+template <class Loss, class History, class OnRank0>
+void report_suspects(const Context& context, const History* history, const OnRank0& on_rank0) {
+  if (!history) return;
+  const Options& o = context.options;
+#if GRADSUM_ENABLE_MPI
+  const auto top = gradsum::mpi::suspect_rows(gradsum::mpi::Communicator(MPI_COMM_WORLD),
+                                              *history, o.suspects);
+#else
+  const auto top = gradsum::diagnostics::suspect_rows(*history, o.suspects);
+#endif
+  constexpr bool classifier = gradsum::is_classifier_loss_v<Loss>;
+  std::vector<std::string> lines;
+  for (const auto& s : top) {
+    const auto row = context.inputs.file_rows.at(std::size_t(s.row));
+    const std::string target = suspect_value(context, s.target, classifier),
+                      predicted = suspect_value(context, s.predicted, classifier);
+    context.say("suspect row=%lld target=%s predicted=%s score=%.6g\n",
+                static_cast<long long>(row), target.c_str(), predicted.c_str(), s.score);
+    lines.push_back(gradsum::concat(row, ',', csv_field(target), ',', csv_field(predicted), ','));
+    char score[32];
+    std::snprintf(score, sizeof score, "%.17g", s.score);
+    lines.back() += score;
+  }
+  if (o.suspects_out.empty()) return;
+  on_rank0([&] {
+    gradsum::OutputFile out(o.suspects_out, "--suspects-out");
+    out.print("row,target,predicted,score\n");
+    for (const auto& line : lines) out.print("%s\n", line.c_str());
+    out.commit();
+  });
+}
 
 template <class Space, class Model, class Loss, class Optimizer>
 int train(const Context& context, const Model& model, const Loss& loss,
@@ -308,6 +394,9 @@ int train(const Context& context, const Model& model, const Loss& loss,
   // A folder that cannot take them fails the run now, not after training.
   if (!o.save_params.empty())
     on_rank0([&] { gradsum::OutputFile::check(o.save_params, "--save-params"); });
+  if (!o.suspects_out.empty())
+    on_rank0([&] { gradsum::OutputFile::check(o.suspects_out, "--suspects-out"); });
+  const auto suspects = track_suspects(context, space, model, loss, theta, data, my_rows, callbacks);
   const auto fitted = gradsum::fit(step, theta, data,
                                    validation_table.num_rows > 0 ? &validation : nullptr,
                                    fit_options, callbacks);
@@ -380,6 +469,7 @@ int train(const Context& context, const Model& model, const Loss& loss,
     }
     say("\n");
   }
+  report_suspects<Loss>(context, suspects.get(), on_rank0);
   if (!o.save_params.empty())
     on_rank0([&] { write_params(o.save_params, host_values(theta)); });
   return 0;
@@ -635,6 +725,7 @@ int main(int argc, char* argv[]) {
       csv.class_names = true;
       inputs.train = gradsum::read_csv(options.data, csv);
       inputs.class_names = inputs.train.class_names;
+      if (options.suspects > 0) inputs.file_rows = training_file_rows(inputs.train.num_rows, options);
       check_class_names(options, inputs.class_names);
       if (options.duplicates) whole = inputs.train;  // --duplicates: the file's own rows
       // Seeded splits, the same on every rank: the test rows first, then the

@@ -71,6 +71,10 @@ struct Options {
   double validation = 0;          // fraction of rows held out, 0 = none
   bool print_gradient = false;
   bool duplicates = false;  // --duplicates: list conflicting duplicate rows first
+  // --suspects K, --suspects-out FILE: after training, the K training rows
+  // whose target looks wrong (0 = off), printed and optionally as CSV.
+  std::int64_t suspects = 0;
+  std::string suspects_out;
   bool help = false;
 };
 
@@ -160,6 +164,11 @@ inline const char* usage() {
          "                         parameters, one value per line, and exit\n"
          "  --duplicates           list the groups of rows with identical features and\n"
          "                         different targets (file rows, from 1), then train\n"
+         "  --suspects K           after training, print the K training rows whose target\n"
+         "                         looks wrong, most suspicious first: the lowest margin\n"
+         "                         averaged over the epochs (docs/bad-data.md)\n"
+         "  --suspects-out FILE    also write them as CSV (row,target,predicted,score;\n"
+         "                         '-': standard output)\n"
          "  --help                 this text\n"
          "\n"
          "Threads: unless OMP_NUM_THREADS, KOKKOS_NUM_THREADS or --kokkos-threads=N\n"
@@ -193,6 +202,25 @@ inline std::int64_t parse_integer(const std::string& flag, const std::string& te
     gradsum::fail(flag, ": expected an integer in [", lo, ", ", hi,
                   "], got '", text, "'");
   return v;
+}
+
+// --suspects K (K >= 1 rows) and --suspects-out FILE.
+inline void parse_suspects(const std::string& flag, const std::string& text, Options& o) {
+  if (flag == "--suspects-out") {
+    o.suspects_out = text;
+    if (o.suspects_out.empty()) gradsum::fail("--suspects-out: empty file name");
+    return;
+  }
+  o.suspects = parse_integer(flag, text, 0, INT64_MAX);
+  if (o.suspects == 0)
+    gradsum::fail("--suspects: expected the number of rows to report, at least 1, got 0");
+}
+
+inline void check_suspects(const Options& o) {
+  if (!o.suspects_out.empty() && o.suspects == 0)
+    gradsum::fail("--suspects-out: needs --suspects K (how many rows to write)");
+  if (o.suspects > 0 && o.print_gradient)
+    gradsum::fail("--suspects: ranks rows after training, but --print-gradient does not train");
 }
 
 }  // namespace detail
@@ -426,6 +454,8 @@ inline Options parse(const std::vector<std::string>& args) {
       o.print_gradient = true;
     } else if (flag == "--duplicates") {
       o.duplicates = true;
+    } else if (flag == "--suspects" || flag == "--suspects-out") {
+      detail::parse_suspects(flag, value(), o);
     } else if (flag.rfind("--kokkos-", 0) == 0) {
       // Kokkos' own option, e.g. --kokkos-threads=2.
     } else {
@@ -453,6 +483,7 @@ inline Options parse(const std::vector<std::string>& args) {
                   "gradient alone");
   if (o.checkpoint_every > 0 && o.checkpoint.empty())
     gradsum::fail("--checkpoint-every: needs --checkpoint FILE");
+  detail::check_suspects(o);
   return o;
 }
 

@@ -81,6 +81,7 @@
 #include <gradsum/diagnostics/gradient_check.hpp>
 #include <gradsum/diagnostics/gradient_health.hpp>
 #include <gradsum/diagnostics/gradient_report.hpp>
+#include <gradsum/diagnostics/suspect_rows.hpp>
 
 #include <gradsum/plan/calibrate.hpp>
 #include <gradsum/plan/cost_model.hpp>
@@ -94,6 +95,7 @@
 #include <gradsum/mpi/metrics.hpp>
 #include <gradsum/mpi/network_probe.hpp>
 #include <gradsum/mpi/robust_allreduce.hpp>
+#include <gradsum/mpi/suspect_rows.hpp>
 #endif
 
 #include <gradsum/environment.hpp>
