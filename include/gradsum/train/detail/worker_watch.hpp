@@ -92,6 +92,29 @@ inline void check_watch_workers(int parts_per_rank, int ranks, double threshold)
          "to the typical worker's distance), got ", threshold);
 }
 
+/// In one pass over j < P: ||kept(k, .)||^2, kept(k, .) . sums and
+/// ||sums||^2, in double.
+template <class Kept, class Sums>
+struct WorkerDots {
+  using value_type = double[];
+  using size_type = int;
+  int value_count;  // 3
+  Kept kept;
+  Sums sums;
+  int k;
+
+  KOKKOS_FUNCTION void operator()(int j, double* acc) const {
+    const double w = double(kept(k, j)), s = double(sums(j));
+    acc[0] += w * w;
+    acc[1] += w * s;
+    acc[2] += s * s;
+  }
+  KOKKOS_FUNCTION void init(double* acc) const { acc[0] = acc[1] = acc[2] = 0; }
+  KOKKOS_FUNCTION void join(double* dst, const double* src) const {
+    for (int i = 0; i < 3; ++i) dst[i] += src[i];
+  }
+};
+
 /// WorkerStatistics that can also keep each of this rank's workers'
 /// summed gradients and turn them into outlier ratios after aggregation
 /// (StepResult::worker_ratios, StepResult::outliers).
@@ -153,24 +176,25 @@ class WatchedWorkers : public WorkerStatistics<Scalar> {
              StepResult& result) {
     const int W = workers_;
     Kokkos::deep_copy(values_, 0.0);
-    const auto kept = kept_;
+    double dots[3] = {0, 0, 0};
+    bool summed = false;  // ||S||^2, which rank 0 sends
     for (int k = 0; k < std::min(local_, slots_); ++k) {
       if (!(sizes_[std::size_t(k)] > 0)) continue;
-      double n = 0, c = 0;
-      Kokkos::parallel_reduce(
-          "gradsum::step::worker_distances", Kokkos::RangePolicy<Space>(space, 0, P),
-          KOKKOS_LAMBDA(int j, double& acc) { acc += double(kept(k, j)) * double(kept(k, j)); },
-          n);
-      Kokkos::parallel_reduce(
-          "gradsum::step::worker_distances", Kokkos::RangePolicy<Space>(space, 0, P),
-          KOKKOS_LAMBDA(int j, double& acc) { acc += double(kept(k, j)) * double(sums(j)); }, c);
+      Kokkos::parallel_reduce("gradsum::step::worker_distances",
+                              Kokkos::RangePolicy<Space>(space, 0, P),
+                              WorkerDots<decltype(kept_), Sums>{3, kept_, sums, k},
+                              Kokkos::View<double*, Kokkos::HostSpace,
+                                           Kokkos::MemoryTraits<Kokkos::Unmanaged>>(dots, 3));
       const std::size_t at = 3 * std::size_t(rank_ * slots_ + k);
       values_(at) = sizes_[std::size_t(k)];
-      values_(at + 1) = n;
-      values_(at + 2) = c;
+      values_(at + 1) = dots[0];
+      values_(at + 2) = dots[1];
+      summed = true;
     }
     // Rank 0's ||S||^2 alone, so that every rank scores the same numbers.
-    if (rank_ == 0) values_(3 * W) = sum_of_squares(space, "gradsum::step::worker_distances", sums, P);
+    if (rank_ == 0)
+      values_(3 * W) =
+          summed ? dots[2] : sum_of_squares(space, "gradsum::step::worker_distances", sums, P);
     values_(3 * W + 1) = local_ > slots_ ? 1 : 0;
     aggregation.aggregate(space, values_);
     if (values_(3 * W + 1) > 0)
