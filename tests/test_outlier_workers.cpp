@@ -141,6 +141,26 @@ TEST_CASE_TEMPLATE_DEFINE("watch_workers names the virtual worker with a corrupt
 }
 TEST_CASE_TEMPLATE_APPLY(corrupted_shard, gradsum_test::Spaces);
 
+TEST_CASE("watch_workers in float names the corrupted shard's worker, with ratios near double's") {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  const int d = 6;
+  const std::int64_t N = 400;
+  const auto r = regression(N, d, 3 * N / 4, 10.0, 2711);
+  auto in_float = gradsum::make_step<float>(Space(), gradsum::Linear(d), gradsum::SquaredError{});
+  auto in_double = gradsum::make_step<double>(Space(), gradsum::Linear(d), gradsum::SquaredError{});
+  in_float.watch_workers(4);
+  in_double.watch_workers(4);
+  const auto single = in_float.evaluate(
+      in_float.make_parameters(),
+      gradsum::Dataset<float, Space::memory_space>::from_host(N, d, r.x, r.y));
+  const auto twice = in_double.evaluate(
+      in_double.make_parameters(), gradsum::Dataset<double, Space::memory_space>::from_host(N, d, r.x, r.y));
+  REQUIRE(single.outliers.size() == 1);
+  CHECK(single.outliers[0] == 3);
+  for (std::size_t w = 0; w < 4; ++w)
+    CHECK(single.worker_ratios[w] == doctest::Approx(twice.worker_ratios[w]).epsilon(1e-4));
+}
+
 TEST_CASE("watch_workers refuses fewer than three workers and a threshold of 1 or less") {
   using Space = Kokkos::DefaultHostExecutionSpace;
   auto step = gradsum::make_step<double>(Space(), gradsum::Linear(2), gradsum::SquaredError{});

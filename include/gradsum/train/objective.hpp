@@ -86,8 +86,8 @@ struct StepResult {
   /// worker's (train/detail/worker_watch.hpp), one ratio per worker in
   /// order rank x parts + part (NaN for a worker without samples), and
   /// the workers whose ratio exceeds the threshold. Empty unless watching.
-  std::vector<double> worker_ratios;
-  std::vector<int> outliers;
+  std::vector<double> worker_ratios = {};
+  std::vector<int> outliers = {};
 };
 
 }  // namespace gradsum
