@@ -332,9 +332,10 @@ class Step {
   }
   /// Parts per rank measure_workers() set (0: not measuring).
   int worker_parts() const { return stats_.parts(); }
-  /// Names outlier workers from the next evaluation on (StepResult::outliers; the score
-  /// and `threshold`: train/detail/worker_watch.hpp): measure_workers(parts_per_rank), and
-  /// one collective of 3 values per worker. Needs 3 workers or more; 0 stops. Collective.
+  /// Names outlier workers from the next evaluation on (StepResult::outliers; the score,
+  /// `threshold`: train/detail/worker_watch.hpp): measure_workers(parts_per_rank) and one
+  /// collective of 3 values per worker per evaluation. Needs 3 workers or more; 0 stops. Not
+  /// collective: call it on every rank with the same values (refused alike there).
   void watch_workers(int parts_per_rank, double threshold = 3) {
     if (parts_per_rank != 0) measure_workers(parts_per_rank);
     stats_.watch(parts_per_rank, threshold, aggregation_, num_parameters());
