@@ -265,6 +265,67 @@ void report_suspects(const Context& context, const History* history, const OnRan
   });
 }
 
+// --watch-workers: the workers compared (see --help), their number, and
+// the rows each holds when that is fixed (full batch, stored order).
+int watched_parts(const Options& o, int ranks) {
+  if (o.accumulate > 1) return o.accumulate;
+  if (o.noise_parts > 0) return o.noise_parts;
+  return ranks > 1 ? 1 : o.workers;
+}
+
+// Prints every outlier the step names and, at the end, how often each
+// worker was named (the step's ratios: train/detail/worker_watch.hpp).
+class WorkerWatch : public gradsum::Callback {
+ public:
+  WorkerWatch(const Printer& say, const Options& o, int ranks, std::int64_t rows)
+      : say_(say), parts_(watched_parts(o, ranks)), ranks_(ranks), rows_(rows),
+        fixed_rows_(o.batch == 0 && o.accumulate == 1),
+        workers_(std::size_t(parts_ * ranks)) {}
+  void on_step(gradsum::FitState& s) override {
+    const auto& r = s.result;
+    for (std::size_t w = 0; w < r.worker_ratios.size() && w < workers_.size(); ++w) {
+      const double ratio = r.worker_ratios[w];
+      if (std::isnan(ratio)) continue;
+      Tally& t = workers_[w];
+      ++t.steps;
+      t.max_ratio = std::max(t.max_ratio, ratio);
+    }
+    for (int w : r.outliers) {
+      ++workers_[std::size_t(w)].named;
+      say_("outlier worker=%d step=%lld ratio=%.3g\n", w,
+           static_cast<long long>(s.position.step), r.worker_ratios[std::size_t(w)]);
+    }
+  }
+  void summary() const {
+    say_("workers watched: %zu (%s)\n", workers_.size(),
+         ranks_ > 1 && parts_ == 1 ? "the ranks" : "parts of every rank's batch");
+    for (std::size_t w = 0; w < workers_.size(); ++w) {
+      const Tally& t = workers_[w];
+      say_("worker %zu: named in %lld of %lld steps, max ratio %.3g", w,
+           static_cast<long long>(t.named), static_cast<long long>(t.steps), t.max_ratio);
+      if (fixed_rows_) {
+        const int rank = int(w) / parts_, part = int(w) % parts_;
+        const auto rows =
+            gradsum::partition(gradsum::partition(rows_, ranks_, rank), parts_, part);
+        say_(", training rows [%lld, %lld)", static_cast<long long>(rows.begin),
+             static_cast<long long>(rows.end));
+      }
+      say_("\n");
+    }
+  }
+
+ private:
+  struct Tally {
+    std::int64_t steps = 0, named = 0;
+    double max_ratio = 0;
+  };
+  const Printer& say_;
+  int parts_, ranks_;
+  std::int64_t rows_;
+  bool fixed_rows_;
+  std::vector<Tally> workers_;
+};
+
 template <class Space, class Model, class Loss, class Optimizer>
 int train(const Context& context, const Model& model, const Loss& loss,
           const Optimizer& optimizer, const Aggregation& aggregation) {
@@ -290,6 +351,14 @@ int train(const Context& context, const Model& model, const Loss& loss,
       gradsum::fail("--noise-scale 1 on one rank measures a single worker; the noise "
                     "scale compares at least two (use --noise-scale 2 or more)");
     step.measure_workers(o.noise_parts);
+  }
+  if (o.watch_workers) {
+    const int parts = watched_parts(o, ranks);
+    if (std::int64_t(parts) * ranks < 3)
+      gradsum::fail("--watch-workers: compares 3 workers or more, this run has ", parts * ranks,
+                    " (", ranks, ranks == 1 ? " rank" : " ranks", " x ", parts,
+                    "); run on 3 ranks or more, or on one rank with --workers 3 or more");
+    step.watch_workers(parts);
   }
   const auto my_rows = gradsum::partition(data.num_samples(), ranks, rank);
   auto theta = step.make_parameters();
@@ -367,6 +436,8 @@ int train(const Context& context, const Model& model, const Loss& loss,
   if (o.progress != "off") callbacks.add(progress);
   Diagnostics<Model, decltype(theta), decltype(step)> diagnostics(say, model, theta, step);
   if (o.diagnostics) callbacks.add(diagnostics);
+  WorkerWatch watch(say, o, ranks, data.num_samples());
+  if (o.watch_workers) callbacks.add(watch);
   std::unique_ptr<gradsum::CsvLog> log;
   if (!o.log.empty()) callbacks.add(*(log = std::make_unique<gradsum::CsvLog>(o.log, !o.resume.empty())));
   std::unique_ptr<gradsum::EarlyStopping> early;
@@ -436,6 +507,7 @@ int train(const Context& context, const Model& model, const Loss& loss,
         fitted.noise_scale, batch, batch < fitted.noise_scale ? "below" : "past",
         fitted.noise_scale);
   }
+  if (o.watch_workers) watch.summary();
   if (step.skipped_steps() > 0)
     say("skipped %lld steps with a non-finite loss or gradient\n",
         static_cast<long long>(step.skipped_steps()));

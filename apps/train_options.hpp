@@ -68,6 +68,7 @@ struct Options {
   std::int64_t early_stop = 0;    // patience in epochs, 0 = off
   int accumulate = 1;             // mini-batches summed per update
   int noise_parts = 0;            // --noise-scale: workers measured per rank, 0 = off
+  bool watch_workers = false;     // --watch-workers: name outlier workers every step
   double validation = 0;          // fraction of rows held out, 0 = none
   bool print_gradient = false;
   bool duplicates = false;  // --duplicates: list conflicting duplicate rows first
@@ -160,6 +161,13 @@ inline const char* usage() {
          "                         batch; with --accumulate, its micro-batches): the\n"
          "                         spread of their losses and the gradient noise scale,\n"
          "                         printed at the end and written by --log\n"
+         "  --watch-workers        compare the workers' gradients every step (the ranks,\n"
+         "                         or with one rank --workers parts of each batch; with\n"
+         "                         --accumulate, its micro-batches; with --noise-scale K,\n"
+         "                         its K parts), print 'outlier worker=W step=S ratio=X'\n"
+         "                         for those more than 3 times as far from the workers'\n"
+         "                         centre as the typical one, and a summary per worker at\n"
+         "                         the end; needs 3 workers or more\n"
          "  --print-gradient       print the objective and its gradient at zero\n"
          "                         parameters, one value per line, and exit\n"
          "  --duplicates           list the groups of rows with identical features and\n"
@@ -450,6 +458,8 @@ inline Options parse(const std::vector<std::string>& args) {
       o.accumulate = int(detail::parse_integer(flag, value(), 1, 1000000));
     } else if (flag == "--noise-scale") {
       o.noise_parts = int(detail::parse_integer(flag, value(), 1, 4096));
+    } else if (flag == "--watch-workers") {
+      o.watch_workers = true;
     } else if (flag == "--print-gradient") {
       o.print_gradient = true;
     } else if (flag == "--duplicates") {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Aggregation against the raw MPI_Allreduce of the same buffer, in the
-// same run, 1 KiB to 64 MiB. Run under mpiexec; rank 0 reports.
+// same run, 1 KiB to 64 MiB, and the cost of Step::watch_workers on a
+// 1 MiB gradient. Run under mpiexec; rank 0 reports.
 //
 //   mpiexec -n 2 bench_aggregation [--benchmark_out=FILE] [benchmark flags]
 //
@@ -125,6 +126,57 @@ std::int64_t pairs_for(std::int64_t bytes) {
   return std::max<std::int64_t>(iterations_for(bytes), 40);
 }
 
+// Step::watch_workers on a 1 MiB gradient (a linear model of 131071
+// features, P = 131072 doubles, `rows` samples per rank; the workers are
+// the ranks from 3 on, else 4 / ranks parts of each rank's rows): the
+// same step plain, measuring its workers (measure_workers, the noise
+// statistics watching builds on) and watched, in turn; `ratio` is the
+// median watched step over the median plain one (the target:
+// under 1.05), `ratio_measured` over the median measuring one.
+void watch_workers_cost(benchmark::State& state) {
+  const int d = (1 << 17) - 1;
+  const auto rows = std::int64_t(state.range(0));
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  gradsum::detail::SplitMix64 random(29);
+  std::vector<double> x(static_cast<std::size_t>(rows * d)), y(static_cast<std::size_t>(rows));
+  for (double& v : x) v = gradsum_bench::random_feature(random);
+  for (double& v : y) v = gradsum_bench::random_feature(random);
+  const auto data =
+      gradsum::Dataset<double, Space::memory_space>::from_host(rows, d, x, y);
+  auto make = [] {
+    return gradsum::make_step<double>(Space(), gradsum::Linear(d), gradsum::SquaredError{},
+                                      gradsum::SGD{1e-6}, gradsum::Objective{},
+                                      gradsum::Analytic{}, gradsum::Sum{},
+                                      gradsum::Allreduce(MPI_COMM_WORLD));
+  };
+  auto plain = make(), measured = make(), watched = make();
+  const int parts = ranks >= 3 ? 1 : 4 / ranks;
+  measured.measure_workers(parts);
+  watched.watch_workers(parts);
+  const auto theta = plain.make_parameters();
+  std::vector<double> base, middle, ours;
+  for (auto _ : state) {
+    // Which goes first rotates, so none always finds the caches warm.
+    const std::size_t first = base.size();
+    for (std::size_t i = 0; i < 3; ++i) {
+      switch ((i + first) % 3) {
+        case 0: base.push_back(max_time([&] { plain.evaluate(theta, data); })); break;
+        case 1: middle.push_back(max_time([&] { measured.evaluate(theta, data); })); break;
+        default: ours.push_back(max_time([&] { watched.evaluate(theta, data); }));
+      }
+    }
+    state.SetIterationTime(ours.back());
+  }
+  state.counters["plain_median_us"] = median(base) * 1e6;
+  state.counters["measured_median_us"] = median(middle) * 1e6;
+  state.counters["watched_median_us"] = median(ours) * 1e6;
+  state.counters["ratio"] = median(ours) / median(base);
+  state.counters["ratio_measured"] = median(ours) / median(middle);
+  state.counters["ranks"] = ranks;
+  state.counters["rows_per_rank"] = double(rows);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,5 +191,9 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(("paired/" + size).c_str(), paired)
           ->Arg(bytes)->UseManualTime()->Iterations(pairs_for(bytes))->Unit(benchmark::kMicrosecond);
     }
+    for (std::int64_t rows : {16, 64, 256})
+      benchmark::RegisterBenchmark(("watch_workers/1MiB/rows:" + std::to_string(rows)).c_str(),
+                                   watch_workers_cost)
+          ->Arg(rows)->UseManualTime()->Iterations(40)->Unit(benchmark::kMicrosecond);
   });
 }

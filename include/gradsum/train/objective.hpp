@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace gradsum {
 
@@ -79,6 +80,14 @@ struct StepResult {
   /// against the noise. Their ratio, smoothed over steps, is the gradient
   /// noise scale (NoiseScale).
   double gradient_norm2_estimate = std::nan("");
+
+  /// Outlier workers, measured after Step::watch_workers(parts): each
+  /// worker's distance to the workers' robust centre against the typical
+  /// worker's (train/detail/worker_watch.hpp), one ratio per worker in
+  /// order rank x parts + part (NaN for a worker without samples), and
+  /// the workers whose ratio exceeds the threshold. Empty unless watching.
+  std::vector<double> worker_ratios = {};
+  std::vector<int> outliers = {};
 };
 
 }  // namespace gradsum

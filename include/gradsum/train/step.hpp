@@ -18,9 +18,11 @@
 #include <gradsum/reduction/detail/cross_rank.hpp>
 #include <gradsum/reduction/sum.hpp>
 #include <gradsum/train/detail/hessian.hpp>
+#include <gradsum/train/detail/host_copies.hpp>
 #include <gradsum/train/detail/input_checks.hpp>
 #include <gradsum/train/detail/step_checks.hpp>
 #include <gradsum/train/detail/step_sums.hpp>
+#include <gradsum/train/detail/worker_watch.hpp>
 #include <gradsum/train/objective.hpp>
 #include <gradsum/train/update_context.hpp>
 
@@ -215,7 +217,8 @@ class Step {
     result.gradient_norm = std::sqrt(double(norms(0)));
     result.count = count;
     if (stats_.parts() > 0 && !bins)
-      stats_.finish(space_, sums_, model_, theta, objective_.l2, host_read_.data(), result);
+      stats_.finish(space_, aggregation_, sums_, model_, theta, objective_.l2, host_read_.data(),
+                    result);
     if (!std::isfinite(result.loss) || !std::isfinite(result.gradient_norm)) {
       // Finite on every worker but not in total: the sum overflowed. Every
       // rank holds the same values, so every rank decides the same way.
@@ -302,16 +305,11 @@ class Step {
   /// constructor. Blocking.
   template <class View>
   void copy_to_host(const View& v, std::vector<double>& out) {
-    Kokkos::deep_copy(space_, host_vector_, v);
-    space_.fence();
-    out.resize(host_vector_.extent(0));
-    for (std::size_t j = 0; j < out.size(); ++j) out[j] = double(host_vector_(j));
+    detail::copy_to_host(space_, host_vector_, v, out);
   }
   template <class View>
   void copy_from_host(const std::vector<double>& in, const View& v) {
-    for (std::size_t j = 0; j < host_vector_.extent(0); ++j) host_vector_(j) = Scalar(in[j]);
-    Kokkos::deep_copy(space_, v, host_vector_);
-    space_.fence();
+    detail::copy_from_host(space_, host_vector_, in, v);
   }
 
   /// Measures worker statistics from the next evaluation on (see
@@ -334,6 +332,14 @@ class Step {
   }
   /// Parts per rank measure_workers() set (0: not measuring).
   int worker_parts() const { return stats_.parts(); }
+  /// Names outlier workers from the next evaluation on (StepResult::outliers; the score,
+  /// `threshold`: train/detail/worker_watch.hpp): measure_workers(parts_per_rank) and one
+  /// collective of 3 values per worker per evaluation. Needs 3 workers or more; 0 stops. Not
+  /// collective: call it on every rank with the same values (refused alike there).
+  void watch_workers(int parts_per_rank, double threshold = 3) {
+    if (parts_per_rank != 0) measure_workers(parts_per_rank);
+    stats_.watch(parts_per_rank, threshold, aggregation_, num_parameters());
+  }
 
   /// The gradient of J from the last evaluation (length P).
   parameters_view gradient() const { return gradient_view_; }
@@ -471,7 +477,7 @@ class Step {
   Kokkos::View<Scalar*, Kokkos::HostSpace> host_vector_;
   state_view state_;
   Workers workers_;
-  detail::WorkerStatistics<Scalar> stats_;
+  detail::WatchedWorkers<Scalar, memory_space> stats_;
   detail::HessianSums<Scalar, memory_space> hessian_;
   detail::DataCheck check_data_;
   std::int64_t skipped_ = 0;
