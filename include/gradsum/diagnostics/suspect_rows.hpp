@@ -50,6 +50,20 @@ KOKKOS_FUNCTION double margin(const Loss& loss, const Scalar* z, int k, Scalar y
   }
 }
 
+/// The prediction for output z: the loss's class for a classifier, else
+/// the output itself. (A function, not a branch inside the kernel's
+/// lambda: nvcc refuses a lambda whose first capture is in an if constexpr.)
+template <class Loss, class Scalar>
+KOKKOS_FUNCTION double predicted_value(const Loss& loss, const Scalar* z, int k) {
+  if constexpr (is_classifier_loss_v<Loss, Scalar>) {
+    return double(loss.predict_class(z, k));
+  } else {
+    (void)loss;
+    (void)k;
+    return double(z[0]);
+  }
+}
+
 /// Most suspicious first; equal scores by row, so every ordering agrees.
 inline bool more_suspect(const Suspect& a, const Suspect& b) {
   return a.score != b.score ? a.score > b.score : a.row < b.row;
@@ -161,10 +175,7 @@ class MarginHistory : public Callback {
     gradsum::detail::reduce_outputs<int>(
         space_, model_, theta_, x,
         KOKKOS_LAMBDA(std::int64_t r, const Scalar* z, int&) {
-          if constexpr (is_classifier_loss_v<Loss, Scalar>)
-            out(r, 0) = double(loss.predict_class(z, k));
-          else
-            out(r, 0) = double(z[0]);
+          out(r, 0) = detail::predicted_value(loss, z, k);
           out(r, 1) = double(y(first + r));
         },
         "gradsum::diagnostics::suspect_rows", "gradsum::diagnostics::predict");
