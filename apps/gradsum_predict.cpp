@@ -30,7 +30,10 @@ const char* usage() {
          "last line on standard error gives the mean squared error or the accuracy.\n"
          "\n"
          "  --output FILE   write the lines to FILE instead (default '-', standard\n"
-         "                  output); a regular file is replaced only once complete\n";
+         "                  output); a regular file is replaced only once complete\n"
+         "  --kokkos-...    passed to Kokkos; threads: all of this process's cores\n"
+         "                  unless OMP_NUM_THREADS, KOKKOS_NUM_THREADS or\n"
+         "                  --kokkos-threads=N (or --kokkos-num-threads=N) says\n";
 }
 
 struct Options {
@@ -45,6 +48,7 @@ Options parse(int argc, char** argv) {
       std::fputs(usage(), stdout);
       std::exit(0);
     }
+    if (flag.rfind("--kokkos-", 0) == 0) continue;  // Kokkos' own, e.g. --kokkos-threads=2
     if (i + 1 >= argc) gradsum::fail(flag, ": missing value");
     if (flag == "--params") o.params = argv[++i];
     else if (flag == "--data") o.data = argv[++i];
@@ -234,6 +238,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gradsum-predict: error: %s\n", e.what());
     return 2;
   }
+  gradsum::translate_kokkos_thread_flag(argc, argv);
   Kokkos::ScopeGuard kokkos(argc, argv);  // for gradsum::predict, on the host
   try {
     const gradsum::CheckpointData c = gradsum::read_checkpoint(o.params);

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // HostThreads::per_rank's choice (core/host_threads.hpp): the user's
 // variable or flag wins, else cores / local ranks and never 0, and an unset
-// OMP_PROC_BIND is set to what the OpenMP runtime does.
+// OMP_PROC_BIND is set to what the OpenMP runtime does; and Kokkos' thread
+// flag in the spelling the Kokkos in use reads.
 
 #include <doctest/doctest.h>
 
 #include <gradsum/core/host_threads.hpp>
+#include <gradsum/core/kokkos_compat.hpp>
 
 #include <unistd.h>
 
@@ -99,5 +101,24 @@ TEST_CASE("HostThreads::per_rank: cores / local ranks unless the user chose") {
     CHECK(c.threads == 0);
     CHECK(c.origin == "--kokkos-num-threads");
     CHECK(variable("KOKKOS_NUM_THREADS") == "(unset)");
+  }
+}
+
+// Kokkos 3.4-3.6 read --kokkos-threads=N only, 3.7 deprecates it and 4.3
+// drops it for --kokkos-num-threads=N (Kokkos pull requests 5111 and 6744).
+TEST_CASE("translate_kokkos_thread_flag: the spelling this Kokkos reads") {
+  const std::string known =
+      KOKKOS_VERSION >= 30700 ? "--kokkos-num-threads=3" : "--kokkos-threads=3";
+  for (std::string given : {"--kokkos-threads=3", "--kokkos-num-threads=3"}) {
+    std::string program = "program", other = "--data", file = "x.csv", bare = "--kokkos-threads";
+    std::vector<char*> argv = {&program[0], &other[0], &file[0], &given[0], &bare[0], nullptr};
+    gradsum::translate_kokkos_thread_flag(int(argv.size()) - 1, argv.data());
+    CAPTURE(given);
+    CHECK(std::string(argv[3]) == known);
+    // Everything else as it was: the program, other flags, a flag without '='.
+    CHECK(argv[0] == program.data());
+    CHECK(std::string(argv[1]) == "--data");
+    CHECK(std::string(argv[2]) == "x.csv");
+    CHECK(std::string(argv[4]) == "--kokkos-threads");
   }
 }

@@ -26,6 +26,7 @@ class Environment {
   Environment(int& argc, char**& argv, HostThreads threads = HostThreads::kokkos) {
     if (!Kokkos::is_initialized()) {
       if (threads == HostThreads::per_rank) choice_ = choose_host_threads(argc, argv, 1);
+      translate_kokkos_thread_flag(argc, argv);
       Kokkos::initialize(argc, argv);
       owns_kokkos_ = true;
     }

@@ -11,13 +11,8 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/common.sh"
 train="$1" predict="$2" data="$3" mpiexec="${4:-}" np_flag="${5:-}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-failed=0
-bad() { echo "FAILED: $*"; failed=$((failed + 1)); }
-begin_entry() { :; }
-passed() { echo "$*"; }
+in_work_dir class_names
+plain_entries
 
 # The sklearn file starts with a header "150,4,setosa,versicolor,virginica".
 head -n 1 "$data/iris.csv" | grep -qx '150,4,setosa,versicolor,virginica' ||

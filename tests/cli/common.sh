@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Shared by the command-line tests; source it. The test defines bad MESSAGE
-# (record a failure), begin_entry (before each expect) and passed TEXT.
+# (record a failure), begin_entry (before each expect) and passed TEXT, or
+# takes them from plain_entries or numbered_entries below.
 
 # expect STATUS MESSAGE DESCRIPTION -- COMMAND…: runs COMMAND (60 s at most)
 # and checks its exit status and that its stderr contains MESSAGE; never a
@@ -23,4 +24,28 @@ unchanged() {
   for f in "$@"; do
     [[ "$(cat "$f" 2>/dev/null)" == "existing $f" ]] || bad "the failed run changed '$f'"
   done
+}
+
+# in_work_dir NAME: a new folder (named after NAME, under $TMPDIR), removed
+# when the test exits, becomes the working directory; $work names it.
+in_work_dir() {
+  work="$(mktemp -d "${TMPDIR:-/tmp}/gradsum_$1.XXXXXX")" || exit 1
+  trap 'rm -rf "$work"' EXIT
+  cd "$work" || exit 1
+}
+
+# Two ways to define bad, begin_entry and passed, counting failures in
+# $failed: plain_entries prints them as they come; numbered_entries FIRST
+# numbers them from FIRST + 1 ($number, $checked), as the catalogue does.
+plain_entries() {
+  failed=0
+  bad() { echo "FAILED: $*"; failed=$((failed + 1)); }
+  begin_entry() { :; }
+  passed() { echo "$*"; }
+}
+numbered_entries() {
+  number="$1" checked=0 failed=0
+  bad() { echo "FAILED #$number: $*"; failed=$((failed + 1)); }
+  begin_entry() { number=$((number + 1)) checked=$((checked + 1)); }
+  passed() { echo "#$number $*"; }
 }

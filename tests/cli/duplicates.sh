@@ -14,13 +14,8 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/common.sh"
 train="$1" data="$2" mpiexec="${3:-}" np_flag="${4:-}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-failed=0
-bad() { echo "FAILED: $*"; failed=$((failed + 1)); }
-begin_entry() { :; }
-passed() { echo "$*"; }
+in_work_dir duplicates
+plain_entries
 
 # Data rows 1-10 (the header is not a row). Rows 2, 5 and 9 share features
 # with targets 0, 1, 0; rows 3 and 10 differ only by the sign of a zero;

@@ -12,15 +12,8 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/common.sh"
 train="$1" predict="$2" sklearn="$3" mpiexec="${4:-}" np_flag="${5:-}"
-work="$(mktemp -d "${TMPDIR:-/tmp}/gradsum_hostile_cli.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-
-number=49 checked=0 failed=0
-bad() { echo "FAILED #$number: $*"; failed=$((failed + 1)); }
-
-begin_entry() { number=$((number + 1)) checked=$((checked + 1)); }
-passed() { echo "#$number $*"; }
+in_work_dir hostile_cli
+numbered_entries 49
 
 printf '1,2,0\n3,4,1\n' >two.csv
 printf '1,2,0\n3,4,1\n5,6,0\n' >three.csv

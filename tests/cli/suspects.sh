@@ -13,13 +13,8 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/common.sh"
 train="$1" data="$2" mpiexec="${3:-}" np_flag="${4:-}"
-work="$(mktemp -d "${TMPDIR:-/tmp}/gradsum_suspects.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-failed=0
-bad() { echo "FAILED: $*"; failed=$((failed + 1)); }
-begin_entry() { :; }
-passed() { echo "$*"; }
+in_work_dir suspects
+plain_entries
 
 # flip IN OUT COUNT CLASSES SEED: changes the target of COUNT distinct data
 # rows (drawn by a 64-bit LCG) to another of the CLASSES 0 … CLASSES-1, and

@@ -11,14 +11,8 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/common.sh"
 train="$1" mpiexec="${4:-}" np_flag="${5:-}"
-work="$(mktemp -d "${TMPDIR:-/tmp}/gradsum_watch_workers.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-
-number=0 checked=0 failed=0
-bad() { echo "FAILED #$number: $*"; failed=$((failed + 1)); }
-begin_entry() { number=$((number + 1)) checked=$((checked + 1)); }
-passed() { echo "#$number $*"; }
+in_work_dir watch_workers
+numbered_entries 0
 
 # y = x0 - x1 + x2 - x3 + x4 + noise, deterministic features in [-1, 1].
 make_rows() {

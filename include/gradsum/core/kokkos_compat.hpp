@@ -6,6 +6,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <deque>
 #include <string>
 
 #if !defined(KOKKOS_VERSION) || KOKKOS_VERSION < 30400
@@ -64,4 +65,28 @@ int concurrency(const ExecutionSpace& space) {
 }
 
 }  // namespace detail
+
+/// Rewrites a thread-count flag among argv[1 … argc) to the spelling this
+/// Kokkos reads, so that either works with every version: Kokkos 3.4 to 3.6
+/// know only --kokkos-threads=N, 3.7 deprecates it for
+/// --kokkos-num-threads=N and 4.3 no longer knows it. Call before
+/// Kokkos::initialize (gradsum::Environment does); the rewritten arguments
+/// live to the end of the program. Not thread-safe.
+inline void translate_kokkos_thread_flag(int argc, char** argv) {
+#if KOKKOS_VERSION >= 30700
+  const std::string from = "--kokkos-threads", to = "--kokkos-num-threads";
+#else
+  const std::string from = "--kokkos-num-threads", to = "--kokkos-threads";
+#endif
+  static std::deque<std::string> rewritten;  // a deque never moves its strings
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.compare(0, from.size(), from) != 0 || arg.size() == from.size() ||
+        arg[from.size()] != '=')
+      continue;
+    rewritten.push_back(to + arg.substr(from.size()));
+    argv[i] = &rewritten.back()[0];
+  }
+}
+
 }  // namespace gradsum

@@ -32,6 +32,7 @@ class Environment {
     if (!Kokkos::is_initialized()) {
       if (threads == HostThreads::per_rank)
         choice_ = choose_host_threads(argc, argv, local_ranks());
+      translate_kokkos_thread_flag(argc, argv);
       Kokkos::initialize(argc, argv);
       owns_kokkos_ = true;
     }

@@ -178,7 +178,11 @@ class WorkerStatistics {
   template <class Space, class Sums>
   void add(const Space& space, const Sums& sums, int P, std::int64_t b) {
     if (b <= 0) return;  // a worker without samples says nothing about the noise
-    const double norm2 = sum_of_squares(space, "gradsum::step::worker_norm", sums, P);
+    add(space, sums, P, b, sum_of_squares(space, "gradsum::step::worker_norm", sums, P));
+  }
+  /// add, given norm2 = ||S_w||^2 (the P gradient sums' squared norm).
+  template <class Space, class Sums>
+  void add(const Space& space, const Sums& sums, int P, std::int64_t b, double norm2) {
     Kokkos::deep_copy(space, host_loss_, Kokkos::subview(sums, P));
     space.fence();
     const double loss = double(host_loss_()) / double(b);

@@ -92,26 +92,40 @@ inline void check_watch_workers(int parts_per_rank, int ranks, double threshold)
          "to the typical worker's distance), got ", threshold);
 }
 
-/// In one pass over j < P: ||kept(k, .)||^2, kept(k, .) . sums and
-/// ||sums||^2, in double.
+/// In one pass over j < P: kept(k, .) . sums and ||sums||^2, in double.
 template <class Kept, class Sums>
 struct WorkerDots {
   using value_type = double[];
   using size_type = int;
-  int value_count;  // 3
+  int value_count;  // 2
   Kept kept;
   Sums sums;
   int k;
 
   KOKKOS_FUNCTION void operator()(int j, double* acc) const {
-    const double w = double(kept(k, j)), s = double(sums(j));
-    acc[0] += w * w;
-    acc[1] += w * s;
-    acc[2] += s * s;
+    const double s = double(sums(j));
+    acc[0] += double(kept(k, j)) * s;
+    acc[1] += s * s;
   }
-  KOKKOS_FUNCTION void init(double* acc) const { acc[0] = acc[1] = acc[2] = 0; }
+  KOKKOS_FUNCTION void init(double* acc) const { acc[0] = acc[1] = 0; }
   KOKKOS_FUNCTION void join(double* dst, const double* src) const {
-    for (int i = 0; i < 3; ++i) dst[i] += src[i];
+    dst[0] += src[0];
+    dst[1] += src[1];
+  }
+};
+
+/// kept(k, j) = sums(j) for j < P, returning the sum of their squares: the
+/// copy and the worker's norm in one pass.
+template <class Kept, class Sums>
+struct KeepWorker {
+  Kept kept;
+  Sums sums;
+  int k;
+
+  KOKKOS_FUNCTION void operator()(int j, double& acc) const {
+    const auto s = sums(j);
+    kept(k, j) = s;
+    acc += double(s) * double(s);
   }
 };
 
@@ -133,6 +147,7 @@ class WatchedWorkers : public WorkerStatistics<Scalar> {
     if (parts == 0) return;
     rank_ = aggregation.rank();
     sizes_.assign(std::size_t(parts), 0.0);
+    norms_.assign(std::size_t(parts), 0.0);
     workers_ = parts * aggregation.size();
     kept_ = Kokkos::View<Scalar**, Kokkos::LayoutRight, MemorySpace>(
         "gradsum::step::watched_workers", std::size_t(parts), std::size_t(P));
@@ -151,14 +166,18 @@ class WatchedWorkers : public WorkerStatistics<Scalar> {
   /// Base::add, and a copy of the worker's P sums when watching.
   template <class Space, class Sums>
   void add(const Space& space, const Sums& sums, int P, std::int64_t b) {
-    Base::add(space, sums, P, b);
-    if (slots_ == 0) return;
-    if (local_ < slots_) {
-      sizes_[std::size_t(local_)] = double(b);
-      Kokkos::deep_copy(space, Kokkos::subview(kept_, local_, Kokkos::ALL()),
-                        Kokkos::subview(sums, Kokkos::make_pair(0, P)));
+    if (slots_ == 0 || local_ >= slots_ || b <= 0) {
+      Base::add(space, sums, P, b);
+      if (slots_ > 0 && local_ < slots_) sizes_[std::size_t(local_)] = double(b);
+      if (slots_ > 0) ++local_;  // counted past the slots: score() refuses
+      return;
     }
-    ++local_;
+    const std::size_t k = std::size_t(local_++);
+    sizes_[k] = double(b);
+    Kokkos::parallel_reduce("gradsum::step::watched_workers",
+                            Kokkos::RangePolicy<Space>(space, 0, P),
+                            KeepWorker<decltype(kept_), Sums>{kept_, sums, int(k)}, norms_[k]);
+    Base::add(space, sums, P, b, norms_[k]);
   }
 
   /// Base::finish, then (watching) the outlier ratios from one collective
@@ -176,25 +195,25 @@ class WatchedWorkers : public WorkerStatistics<Scalar> {
              StepResult& result) {
     const int W = workers_;
     Kokkos::deep_copy(values_, 0.0);
-    double dots[3] = {0, 0, 0};
+    double dots[2] = {0, 0};
     bool summed = false;  // ||S||^2, which rank 0 sends
     for (int k = 0; k < std::min(local_, slots_); ++k) {
       if (!(sizes_[std::size_t(k)] > 0)) continue;
       Kokkos::parallel_reduce("gradsum::step::worker_distances",
                               Kokkos::RangePolicy<Space>(space, 0, P),
-                              WorkerDots<decltype(kept_), Sums>{3, kept_, sums, k},
+                              WorkerDots<decltype(kept_), Sums>{2, kept_, sums, k},
                               Kokkos::View<double*, Kokkos::HostSpace,
-                                           Kokkos::MemoryTraits<Kokkos::Unmanaged>>(dots, 3));
+                                           Kokkos::MemoryTraits<Kokkos::Unmanaged>>(dots, 2));
       const std::size_t at = 3 * std::size_t(rank_ * slots_ + k);
       values_(at) = sizes_[std::size_t(k)];
-      values_(at + 1) = dots[0];
-      values_(at + 2) = dots[1];
+      values_(at + 1) = norms_[std::size_t(k)];
+      values_(at + 2) = dots[0];
       summed = true;
     }
     // Rank 0's ||S||^2 alone, so that every rank scores the same numbers.
     if (rank_ == 0)
       values_(3 * W) =
-          summed ? dots[2] : sum_of_squares(space, "gradsum::step::worker_distances", sums, P);
+          summed ? dots[1] : sum_of_squares(space, "gradsum::step::worker_distances", sums, P);
     values_(3 * W + 1) = local_ > slots_ ? 1 : 0;
     aggregation.aggregate(space, values_);
     if (values_(3 * W + 1) > 0)
@@ -214,7 +233,7 @@ class WatchedWorkers : public WorkerStatistics<Scalar> {
 
   int slots_ = 0, local_ = 0, rank_ = 0, workers_ = 0;
   double threshold_ = 3;
-  std::vector<double> sizes_;  // this rank's workers' sample counts
+  std::vector<double> sizes_, norms_;  // this rank's workers' sample counts, ||S_w||^2
   Kokkos::View<Scalar**, Kokkos::LayoutRight, MemorySpace> kept_;
   Kokkos::View<double*, Kokkos::HostSpace> values_;
 };
