@@ -124,7 +124,7 @@ struct LinearBlock {
                                             Scalar* g, const Ahead& ahead, int offset) const {
     Scalar z[B] = {}, y[B] = {}, dz[B];
     logits<Long, true>(theta, xs, ys, m, z, y, ahead, offset);
-    const Scalar total = block_value_and_derivative<B>(loss, z, y, m, dz);
+    const Scalar total = block_value_and_derivative<B, true>(loss, z, y, m, dz);
     // g += dz_s (x_s, 1), eight samples per pass over g (then four, then
     // one): an eighth of the loads and stores of one backward() per sample.
     // a b + c d with the second product fused, where the target has FMA.

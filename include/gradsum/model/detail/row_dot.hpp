@@ -95,6 +95,29 @@ inline Scalar row_dot_lanes(const Scalar* a, const Scalar* b, int n) {
   return fold_lanes<K / 2>(v);
 }
 
+/// row_dot<K> for K partial sums wider than one vector register: K / L
+/// registers of L lanes, the same additions in the same order. Written out
+/// because GCC vectorizes the plain loop well only when it may contract it
+/// itself, and it may not (-ffp-contract=off).
+template <int K, bool Fused, class Scalar>
+inline Scalar row_dot_registers(const Scalar* a, const Scalar* b, int n) {
+  constexpr int L = GRADSUM_SIMD_ROW_BYTES / int(sizeof(Scalar));
+  typedef Scalar V __attribute__((vector_size(GRADSUM_SIMD_ROW_BYTES)));
+  V v[K / L] = {};
+  int j = 0;
+  for (; j + K <= n; j += K)
+    for (int r = 0; r < K / L; ++r) {
+      V x, y;
+      __builtin_memcpy(&x, a + j + r * L, sizeof x);
+      __builtin_memcpy(&y, b + j + r * L, sizeof y);
+      v[r] = multiply_add<Fused>(x, y, v[r]);
+    }
+  Scalar s[K];
+  __builtin_memcpy(s, v, sizeof s);
+  for (; j < n; ++j) s[0] = multiply_add<Fused>(a[j], b[j], s[0]);
+  return fold<K / 2>(s);
+}
+
 /// out[0] = row_dot<K>(a, b0, n), out[1] = row_dot<K>(a, b1, n): two rows
 /// in one loop, the same additions for each, so that the two chains of
 /// additions overlap. Groups must be n / K, the number of whole groups:
@@ -141,6 +164,8 @@ KOKKOS_INLINE_FUNCTION Scalar row_dot(const Scalar* a, const Scalar* b, int n) {
 #ifdef GRADSUM_SIMD_ROW_BYTES
   if constexpr (K * sizeof(Scalar) <= GRADSUM_SIMD_ROW_BYTES)
     return row_dot_lanes<K, Fused>(a, b, n);
+  else
+    return row_dot_registers<K, Fused>(a, b, n);
 #endif
   Scalar s[K] = {};
   int j = 0;
