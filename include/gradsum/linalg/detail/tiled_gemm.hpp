@@ -137,7 +137,7 @@ struct HostGemm {
       V b[NV];
       for (int v = 0; v < NV; ++v) __builtin_memcpy(&b[v], panel + k * NR + v * lanes, sizeof(V));
       for (int r = 0; r < R; ++r) {
-        const V a = V{} + a_at(i + r, k0 + k);
+        const V a = a_at(i + r, k0 + k) - V{};  // a broadcast (x - 0 is x)
         for (int v = 0; v < NV; ++v) sum[r][v] = multiply_add<true>(a, b[v], sum[r][v]);
       }
     }
