@@ -335,8 +335,8 @@ constexpr double fma_a = 1.0 + 0x1p-30, fma_b = 1.0 - 0x1p-30, fma_c = -1.0;
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // multiply_add<false> inlined into code compiled for FMA: GCC would fuse
-// it (Clang too, within the expression) unless the build turns
-// contraction off, as gradsum::gradsum does.
+// it from -O2 on (Clang, within the expression, at any level) unless the
+// build turns contraction off, as gradsum::gradsum does.
 __attribute__((target("avx2,fma"))) double unfused_on_fma_target(double a, double b, double c) {
   return gradsum::detail::multiply_add<false>(a, b, c);
 }
