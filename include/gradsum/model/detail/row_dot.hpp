@@ -204,7 +204,9 @@ KOKKOS_FORCEINLINE_FUNCTION void fold_rows(V* v) {
 
 /// out[s] = w . x[s] for the B rows x[s] of n values: the B rows' partial
 /// sums in B vector registers, so that each piece of w is read once for
-/// all of them and the B chains of additions overlap.
+/// all of them and the B chains of additions overlap. 32 bytes' worth of
+/// partial sums per row, with vector registers or without: the same order
+/// on every target.
 template <int B, bool Fused, class Scalar>
 KOKKOS_INLINE_FUNCTION void block_dots(const Scalar* w, const Scalar* const* x, int n,
                                        Scalar* out) {
@@ -228,7 +230,7 @@ KOKKOS_INLINE_FUNCTION void block_dots(const Scalar* w, const Scalar* const* x, 
   fold_rows<L, 1, B>(acc);
   for (int s = 0; s < B; ++s) out[s] = acc[s / L][s % L];
 #else
-  for (int s = 0; s < B; ++s) out[s] = row_dot<4, Fused>(w, x[s], n);
+  for (int s = 0; s < B; ++s) out[s] = row_dot<32 / int(sizeof(Scalar)), Fused>(w, x[s], n);
 #endif
 }
 
