@@ -25,7 +25,7 @@ namespace detail {
 /// rounding where the target has fused multiply-adds (CUDA and HIP
 /// devices; x86-64 with FMA), two elsewhere, never a software fma.
 template <bool Fused, class V>
-KOKKOS_FORCEINLINE_FUNCTION V multiply_add(const V& a, const V& b, const V& c) {
+KOKKOS_FORCEINLINE_FUNCTION V multiply_add(V a, V b, V c) {
   if constexpr (Fused) {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
     if constexpr (std::is_same_v<V, float>) return ::fmaf(a, b, c);
