@@ -327,3 +327,37 @@ TEST_CASE_TEMPLATE_DEFINE("reproducible training agrees with the plain sum to ro
   CHECK(rb.count == 200);
 }
 TEST_CASE_TEMPLATE_APPLY(reproducible_training, Spaces);
+
+namespace {
+// (1 + 2^-30)(1 - 2^-30) - 1 is exactly -2^-60; the product alone rounds
+// to 1 in double, so one rounding gives -2^-60 and two give 0.
+constexpr double fma_a = 1.0 + 0x1p-30, fma_b = 1.0 - 0x1p-30, fma_c = -1.0;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// multiply_add<false> inlined into code compiled for FMA: GCC would fuse
+// it from -O2 on (Clang, within the expression, at any level) unless the
+// build turns contraction off, as gradsum::gradsum does.
+__attribute__((target("avx2,fma"))) double unfused_on_fma_target(double a, double b, double c) {
+  return gradsum::detail::multiply_add<false>(a, b, c);
+}
+#endif
+}  // namespace
+
+TEST_CASE("multiply_add: two roundings unless fused, one where fused and the target has FMA") {
+  CHECK(gradsum::detail::multiply_add<false>(fma_a, fma_b, fma_c) == 0.0);
+  CHECK(gradsum::detail::multiply_add<false>(float(1 + 0x1p-13), float(1 - 0x1p-13), -1.0f) ==
+        0.0f);
+  const double fused = gradsum::detail::multiply_add<true>(fma_a, fma_b, fma_c);
+#ifdef __FP_FAST_FMA
+  CHECK(fused == -0x1p-60);
+#else
+  CHECK(fused == 0.0);
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    // Through a volatile, so that the call is not folded at compile time.
+    volatile double a = fma_a;
+    CHECK(unfused_on_fma_target(a, fma_b, fma_c) == 0.0);
+  }
+#endif
+}

@@ -85,19 +85,20 @@ struct BinaryCrossEntropy {
   /// libm's, and equal to them at 0, +-inf and NaN) and bit-mask selects
   /// instead of branches; every lane computes the same function, so a
   /// sample's results do not depend on its place in the block. Used by
-  /// Linear's batched paths on host spaces.
-  template <int B, class Scalar>
+  /// Linear's batched paths on host spaces. Fused: exp's and log1p's
+  /// multiply-adds fused where the target has FMA (Sum's path only).
+  template <int B, bool Fused = false, class Scalar>
   KOKKOS_FUNCTION static void block_values_and_derivatives(const Scalar* z, const Scalar* y,
                                                            Scalar* value, Scalar* dz) {
     namespace vm = detail::vector_math;
     for (int s = 0; s < B; ++s) {
       const Scalar t = z[s];
-      const Scalar e = vm::exp(vm::minus_abs(t));  // in [0, 1]
+      const Scalar e = vm::exp<Fused>(vm::minus_abs(t));  // in [0, 1]
       const Scalar q = e / (Scalar(1) + e);  // residual(), without its branch
       dz[s] = vm::select(t >= Scalar(0), (Scalar(1) - y[s]) - q, q - y[s]);
       // (1 - y) t for t > 0, else (0 - y) t = -y t: value()'s two cases.
-      const Scalar linear = (vm::select(t > Scalar(0), Scalar(1), Scalar(0)) - y[s]) * t;
-      value[s] = linear + vm::log1p_unit(e);
+      const Scalar slope = vm::select(t > Scalar(0), Scalar(1), Scalar(0)) - y[s];
+      value[s] = detail::multiply_add<Fused>(slope, t, vm::log1p_unit<Fused>(e));
     }
   }
 

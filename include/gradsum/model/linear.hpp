@@ -84,7 +84,8 @@ class Linear {
   /// losses. Only for losses with a block form (the trait
   /// detail::has_block_value_and_derivative); sample by sample it is the
   /// arithmetic of forward, the loss, backward, except for the loss's own
-  /// vectorizable exp and log1p.
+  /// vectorizable exp and log1p and for fused multiply-adds where the
+  /// target has them (Sum's path; it promises no bits across builds).
   ///
   /// `ahead(s)` is called for each sample s < m as its logit is computed:
   /// the caller may ask for a later block's rows there, a row at a time
@@ -111,8 +112,9 @@ class Linear {
   /// on its own (Reproducible): for m <= block_size samples, dl/dz of
   /// sample s into dz[s] and its loss into value[s] (s < m; the rest is
   /// padding). Sample s's gradient is dz[s] (x_s, 1): what backward() adds.
-  /// Every sample's results are those of block_gradient's arithmetic,
-  /// whatever its place in the block.
+  /// Every sample's results are those of forward() and the loss's block
+  /// form, whatever its place in the block: no fused multiply-adds, so
+  /// that they are the same bits on every target.
   template <class Loss, class Scalar,
             class = std::enable_if_t<
                 detail::has_block_value_and_derivative<Loss, Scalar, block_size>::value>>
@@ -123,9 +125,9 @@ class Linear {
     Scalar z[B] = {}, y[B] = {};
     const detail::LinearBlock block{d_};
     if (detail::long_rows<Scalar>(d_))
-      block.logits<true>(theta, xs, ys, m, z, y, detail::NoPrefetch{}, 0);
+      block.logits<true, false>(theta, xs, ys, m, z, y, detail::NoPrefetch{}, 0);
     else
-      block.logits<false>(theta, xs, ys, m, z, y, detail::NoPrefetch{}, 0);
+      block.logits<false, false>(theta, xs, ys, m, z, y, detail::NoPrefetch{}, 0);
     loss.template block_values_and_derivatives<B>(z, y, value, dz);
   }
 

@@ -3,6 +3,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/multiply_add.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
 #include <gradsum/model/activation.hpp>
 #include <gradsum/model/detail/dense_layers.hpp>
@@ -313,12 +314,14 @@ class MLP {
 
   /// Batched gradient over m <= block_size samples xs[s] with targets
   /// ys[s]: g += the sum of their gradients; returns the sum of their
-  /// losses. Sample by sample, the arithmetic is that of sample_gradient.
+  /// losses. Sample by sample, the arithmetic is that of sample_gradient,
+  /// but with fused multiply-adds where the target has them (Sum's path;
+  /// Reproducible takes sample_gradient).
   template <class Loss, class Scalar>
   KOKKOS_FUNCTION Scalar block_gradient(const Loss& loss, const Scalar* theta,
                                         const Scalar* const* xs, const Scalar* ys, int m,
                                         Scalar* g) const {
-    return gradient_block<block_size>(loss, theta, xs, ys, m, g);
+    return gradient_block<block_size, true>(loss, theta, xs, ys, m, g);
   }
 
  private:
@@ -335,7 +338,8 @@ class MLP {
 
   // Forward pass of m <= B samples keeping every layer's outputs: layer l's
   // outputs for sample s at acts[B unit_offset_[l] + s width_[l + 1]].
-  template <int B, class Scalar>
+  // Fused multiply-adds only with Fused (block_gradient, Sum's path).
+  template <int B, bool Fused = false, class Scalar>
   KOKKOS_FUNCTION void forward_block(const Scalar* theta, const Scalar* const* xs, int m,
                                      Scalar* acts) const {
     // Steps refuse such networks on these paths when they are built.
@@ -359,7 +363,7 @@ class MLP {
         for (int s = 0; s < m; ++s) {
           const Scalar a = l == 0 ? xs[s][k] : in[s * n_in + k];
           Scalar* o = out + s * n_out;
-          for (int j = 0; j < n_out; ++j) o[j] += a * Wk[j];
+          for (int j = 0; j < n_out; ++j) o[j] = detail::multiply_add<Fused>(a, Wk[j], o[j]);
         }
       }
       if (activation_[l] != Activation::identity)
@@ -368,13 +372,13 @@ class MLP {
   }
 
   // Forward, loss, backward for m <= B samples; g += their gradients.
-  template <int B, class Loss, class Scalar>
+  template <int B, bool Fused = false, class Loss, class Scalar>
   KOKKOS_FUNCTION Scalar gradient_block(const Loss& loss, const Scalar* theta,
                                         const Scalar* const* xs, const Scalar* ys, int m,
                                         Scalar* g) const {
     Scalar acts[B * max_units];
     Scalar delta[2][B * max_width];
-    forward_block<B>(theta, xs, m, acts);
+    forward_block<B, Fused>(theta, xs, m, acts);
     Scalar total = 0;
     const int k_out = num_outputs();
     const Scalar* z = acts + B * unit_offset_[layers_ - 1];
@@ -396,7 +400,7 @@ class MLP {
         for (int s = 0; s < m; ++s) {
           const Scalar a = l == 0 ? xs[s][k] : in[s * n_in + k];
           const Scalar* ds = d + s * n_out;
-          for (int j = 0; j < n_out; ++j) Gk[j] += a * ds[j];
+          for (int j = 0; j < n_out; ++j) Gk[j] = detail::multiply_add<Fused>(a, ds[j], Gk[j]);
         }
       }
       if (l == 0) break;
@@ -407,7 +411,7 @@ class MLP {
         for (int s = 0; s < m; ++s) {
           const Scalar* ds = d + s * n_out;
           Scalar sum = 0;
-          for (int j = 0; j < n_out; ++j) sum += Wk[j] * ds[j];
+          for (int j = 0; j < n_out; ++j) sum = detail::multiply_add<Fused>(Wk[j], ds[j], sum);
           prev[s * n_in + k] = sum * detail::activation_slope(f, in[s * n_in + k]);
         }
       }

@@ -4,6 +4,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
+#include <gradsum/core/multiply_add.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
 #include <gradsum/model/detail/dense_layers.hpp>
 #include <gradsum/model/detail/linear_block.hpp>
@@ -94,7 +95,9 @@ class Softmax {
   /// The batched per-sample path: the gradient of m <= block_size samples
   /// xs[s], ys[s] added into g, their summed loss returned. Each piece of
   /// a class's weights is read once for the block's logits, and each
-  /// class's row of g is read and written once per block.
+  /// class's row of g is read and written once per block. Sum's path
+  /// (Reproducible takes forward and backward): its multiply-adds are
+  /// fused where the target has them.
   template <class Loss, class Scalar>
   KOKKOS_FUNCTION Scalar block_gradient(const Loss& loss, const Scalar* theta,
                                         const Scalar* const* xs, const Scalar* ys, int m,
@@ -108,7 +111,7 @@ class Softmax {
     for (int c = 0; c < c_; ++c) {
       const Scalar* w = theta + c * (d_ + 1);
       Scalar dots[B];
-      detail::block_dots<B>(w, x, d_, dots);
+      detail::block_dots<B, true>(w, x, d_, dots);
       for (int s = 0; s < B; ++s) z[s][c] = w[d_] + dots[s];
     }
     for (int s = 0; s < B; ++s) {
@@ -125,7 +128,7 @@ class Softmax {
       Scalar* gc = g + c * (d_ + 1);
       for (int j = 0; j < d_; ++j) {
         Scalar sum = gc[j];
-        for (int s = 0; s < B; ++s) sum += r[s] * x[s][j];
+        for (int s = 0; s < B; ++s) sum = detail::multiply_add<true>(r[s], x[s][j], sum);
         gc[j] = sum;
       }
       gc[d_] += bias;

@@ -30,14 +30,14 @@ namespace gradsum {
 /// agrees on the bin windows), so the cross-rank sum is exact too.
 ///
 /// What it sums are the contributions the model and loss compute, so the
-/// same bits across backends also need the same contributions: the same
-/// floating-point operations (no contraction of a * b + c into a fused
-/// multiply-add, which nvcc does unless given --fmad=false, and host
-/// compilers do when targeting FMA hardware unless given
-/// -ffp-contract=off) and the same math functions (CUDA's exp and log may
-/// differ from the host's in the last bit, which logistic and softmax
-/// losses see). Within one build, thread counts, partitions and rank
-/// counts never change a bit.
+/// same bits across builds also need the same contributions: the same
+/// floating-point operations, which gradsum::gradsum's -ffp-contract=off
+/// (and --fmad=false under nvcc) and the unfused per-sample arithmetic
+/// (detail::multiply_add) give on every target, and the same math
+/// functions (CUDA's exp and log may differ from the host's in the last
+/// bit, which logistic and softmax losses see); docs/distributed.md says
+/// which builds agree. Within one build, thread counts, partitions and
+/// rank counts never change a bit.
 ///
 /// Needs the Analytic gradient policy.
 struct Reproducible {

@@ -6,9 +6,12 @@
 /// C = alpha op(A) op(B) + beta C on row-major Views. On host spaces,
 /// register-blocked micro-tiles of MR x NR over panels of op(B) packed on
 /// the stack; elsewhere (GPUs), team tiles staged in scratch memory.
-/// Neither allocates. As in BLAS, C is not read when beta is 0.
+/// Neither allocates. As in BLAS, C is not read when beta is 0. Its
+/// multiply-adds are fused where the target has them (it serves Sum's
+/// layer-wise path, which promises no bits across builds).
 
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/multiply_add.hpp>
 #include <gradsum/core/simd.hpp>
 
 #include <cstdint>
@@ -134,8 +137,8 @@ struct HostGemm {
       V b[NV];
       for (int v = 0; v < NV; ++v) __builtin_memcpy(&b[v], panel + k * NR + v * lanes, sizeof(V));
       for (int r = 0; r < R; ++r) {
-        const Scalar a = a_at(i + r, k0 + k);
-        for (int v = 0; v < NV; ++v) sum[r][v] += a * b[v];
+        const V a = a_at(i + r, k0 + k) - V{};  // a broadcast (x - 0 is x)
+        for (int v = 0; v < NV; ++v) sum[r][v] = multiply_add<true>(a, b[v], sum[r][v]);
       }
     }
     __builtin_memcpy(acc, sum, sizeof sum);
@@ -146,7 +149,7 @@ struct HostGemm {
       const Scalar* b = panel + k * NR;
       for (int r = 0; r < R; ++r) {
         const Scalar a = a_at(i + r, k0 + k);
-        for (int j = 0; j < NR; ++j) acc[r][j] += a * b[j];
+        for (int j = 0; j < NR; ++j) acc[r][j] = multiply_add<true>(a, b[j], acc[r][j]);
       }
     }
 #endif
@@ -185,7 +188,7 @@ struct TeamGemm {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, T * T), [&](int e) {
         const int r = e / T, s = e % T;
         Scalar sum = 0;
-        for (int k = 0; k < T; ++k) sum += a(r, k) * b(k, s);
+        for (int k = 0; k < T; ++k) sum = multiply_add<true>(a(r, k), b(k, s), sum);
         c(r, s) += sum;
       });
     }

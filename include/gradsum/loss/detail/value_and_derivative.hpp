@@ -30,13 +30,28 @@ struct has_block_value_and_derivative<
         std::declval<const S*>(), std::declval<const S*>(), std::declval<S*>(),
         std::declval<S*>()))>> : std::true_type {};
 
+/// Whether L's block form also takes <B, true>: its multiply-adds fused
+/// where the target has FMA (BinaryCrossEntropy's exp and log1p).
+template <class L, class S, int B, class = void>
+struct has_fused_block_form : std::false_type {};
+template <class L, class S, int B>
+struct has_fused_block_form<
+    L, S, B,
+    std::void_t<decltype(std::declval<const L&>().template block_values_and_derivatives<B, true>(
+        std::declval<const S*>(), std::declval<const S*>(), std::declval<S*>(),
+        std::declval<S*>()))>> : std::true_type {};
+
 /// The loss's block form over B samples: dl/dz into dz[0 … B); returns the
-/// sum of the first m losses, in order (lanes m … B-1 are padding).
-template <int B, class Loss, class Scalar>
+/// sum of the first m losses, in order (lanes m … B-1 are padding). Fused
+/// (Sum's path): the loss's fused form where it has one.
+template <int B, bool Fused = false, class Loss, class Scalar>
 KOKKOS_INLINE_FUNCTION Scalar block_value_and_derivative(const Loss& loss, const Scalar* z,
                                                          const Scalar* y, int m, Scalar* dz) {
   Scalar value[B];
-  loss.template block_values_and_derivatives<B>(z, y, value, dz);
+  if constexpr (Fused && has_fused_block_form<Loss, Scalar, B>::value)
+    loss.template block_values_and_derivatives<B, true>(z, y, value, dz);
+  else
+    loss.template block_values_and_derivatives<B>(z, y, value, dz);
   // A separate loop: without -ffast-math a running sum in the loss's loop
   // would keep it from being vectorized.
   Scalar total = 0;

@@ -18,8 +18,12 @@
 ///                                                        smallest subnormal)
 ///     log1p_unit   float: 1.90 ulp   double: 1.92 ulp   (e in [0, 1])
 ///
-/// (With -march=native, where GCC contracts into FMA: exp 0.90 / 0.85 ulp,
-/// log1p_unit unchanged.)
+/// (Contracted into FMA, as GCC does for -march=native without the
+/// -ffp-contract=off that gradsum::gradsum brings: exp 0.90 / 0.85 ulp,
+/// log1p_unit unchanged.) Fused = true fuses the polynomials'
+/// multiply-adds where the target has FMA (Sum's path, which promises no
+/// bits across builds); the default, unfused, is the same bits on every
+/// target.
 ///
 /// GCC vectorizes loops over both for float at the x86-64 baseline (SSE2);
 /// for double it needs AVX2 (-march=x86-64-v3 or native): SSE2 has no
@@ -27,6 +31,7 @@
 /// Round-to-nearest is assumed (the default floating-point environment).
 
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/multiply_add.hpp>
 
 #include <cstdint>
 #include <cstring>
@@ -128,22 +133,24 @@ KOKKOS_INLINE_FUNCTION constexpr double inverse_factorial(int n) {
 
 /// sum r^j / j!, j = n … degree, by Horner's rule (unrolled at compile
 /// time: a loop inside the vectorized loop over samples would stop GCC).
-template <int n, int degree, class Scalar>
+template <int n, int degree, bool Fused, class Scalar>
 KOKKOS_FORCEINLINE_FUNCTION Scalar exp_taylor(Scalar r) {
   if constexpr (n == degree)
     return Scalar(inverse_factorial(n));
   else
-    return exp_taylor<n + 1, degree>(r) * r + Scalar(inverse_factorial(n));
+    return multiply_add<Fused>(exp_taylor<n + 1, degree, Fused>(r), r,
+                               Scalar(inverse_factorial(n)));
 }
 
 /// sum z^(j - n) / (2j + 1), j = n … terms: atanh(s) / s = 1 + z
 /// atanh_series<1, terms>(z) + O(z^(terms + 1)) with z = s^2.
-template <int n, int terms, class Scalar>
+template <int n, int terms, bool Fused, class Scalar>
 KOKKOS_FORCEINLINE_FUNCTION Scalar atanh_series(Scalar z) {
   if constexpr (n == terms)
     return Scalar(1) / Scalar(2 * n + 1);
   else
-    return atanh_series<n + 1, terms>(z) * z + Scalar(1) / Scalar(2 * n + 1);
+    return multiply_add<Fused>(atanh_series<n + 1, terms, Fused>(z), z,
+                               Scalar(1) / Scalar(2 * n + 1));
 }
 
 /// 2^k for an integer-valued k in the normal exponent range, written
@@ -166,13 +173,13 @@ KOKKOS_FORCEINLINE_FUNCTION Scalar pow2(Scalar k) {
 /// polynomial for e^r, and the scale 2^k applied as 2^k1 * 2^k2 with
 /// k1 + k2 = k, so that both factors stay normal when e^x is subnormal or
 /// overflows (one rounding, in the last product).
-template <class Scalar>
+template <bool Fused = false, class Scalar>
 KOKKOS_FORCEINLINE_FUNCTION Scalar exp(Scalar x) {
   using C = Constants<Scalar>;
-  const Scalar k = (x * C::log2e + C::shifter) - C::shifter;  // nearest integer
-  const Scalar r = (x - k * C::ln2_hi) - k * C::ln2_lo;
-  const Scalar p = exp_taylor<0, C::exp_degree>(r);
-  const Scalar k1 = (k * Scalar(0.5) + C::shifter) - C::shifter;
+  const Scalar k = multiply_add<Fused>(x, C::log2e, C::shifter) - C::shifter;  // nearest integer
+  const Scalar r = multiply_add<Fused>(-k, C::ln2_lo, multiply_add<Fused>(-k, C::ln2_hi, x));
+  const Scalar p = exp_taylor<0, C::exp_degree, Fused>(r);
+  const Scalar k1 = multiply_add<Fused>(k, Scalar(0.5), C::shifter) - C::shifter;
   const Scalar result = p * pow2(k1) * pow2(k - k1);
   // Outside [exp_lo, exp_hi] the arithmetic above is meaningless (but
   // defined: unsigned bit operations) and the answer is selected instead;
@@ -190,14 +197,16 @@ KOKKOS_FORCEINLINE_FUNCTION Scalar exp(Scalar x) {
 /// s = (e - k) / (e + 2 + k), so |s| <= 0.1716 and atanh's series
 /// s (1 + s^2/3 + s^4/5 + …) converges fast. 1 + e is never formed, so
 /// e below the rounding unit keeps its value (log1p(e) = e).
-template <class Scalar>
+template <bool Fused = false, class Scalar>
 KOKKOS_FORCEINLINE_FUNCTION Scalar log1p_unit(Scalar e) {
   using C = Constants<Scalar>;
   const Scalar k = select(e > Scalar(0.41421356237309504880), Scalar(1), Scalar(0));
   const Scalar h = (Scalar(2) * (e - k)) / (e + (Scalar(2) + k));  // 2 s
   const Scalar z = (Scalar(0.5) * h) * (Scalar(0.5) * h);          // s^2
   // 2 atanh(s) = h + h (z/3 + z^2/5 + …); the small parts are added first.
-  return k * C::ln2_hi + ((k * C::ln2_lo + h * (z * atanh_series<1, C::atanh_terms>(z))) + h);
+  const Scalar small = multiply_add<Fused>(h, z * atanh_series<1, C::atanh_terms, Fused>(z),
+                                           k * C::ln2_lo);
+  return multiply_add<Fused>(k, C::ln2_hi, small + h);
 }
 
 }  // namespace vector_math

@@ -3,9 +3,12 @@
 
 // The dot product of a parameter vector with one sample's row, as the
 // linear models take it: K partial sums in a fixed order, so that a
-// sample's logit has the same bits wherever it is computed.
+// sample's logit has the same bits wherever it is computed. Fused: whether
+// the multiply-adds may be fused (detail::multiply_add): the Sum paths'
+// choice; the Reproducible path's are never fused, on any target.
 
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/multiply_add.hpp>
 #include <gradsum/core/simd.hpp>
 
 #include <type_traits>
@@ -70,39 +73,10 @@ KOKKOS_FORCEINLINE_FUNCTION V fold_lanes_pair(const V& a, const V& b,
                                std::integer_sequence<int, I...>());
 }
 
-/// c + a * b, one rounding where the target has fused multiply-adds, else
-/// two. Written out because GCC fuses some loops and not others, which
-/// would round one dot product differently in two callers.
-template <class V>
-KOKKOS_FORCEINLINE_FUNCTION V multiply_add(const V& a, const V& b, const V& c) {
-#ifdef __FP_FAST_FMAF
-  if constexpr (std::is_same_v<V, float>) return __builtin_fmaf(a, b, c);
-#endif
-#ifdef __FP_FAST_FMA
-  if constexpr (std::is_same_v<V, double>) return __builtin_fma(a, b, c);
-#endif
-  if constexpr (!std::is_arithmetic_v<V>) {
-    [[maybe_unused]] constexpr bool single = std::is_same_v<std::decay_t<decltype(a[0])>, float>;
-#ifdef __FMA__
-    if constexpr (sizeof(V) == 32 && single)
-      return V(_mm256_fmadd_ps(__m256(a), __m256(b), __m256(c)));
-    if constexpr (sizeof(V) == 32 && !single)
-      return V(_mm256_fmadd_pd(__m256d(a), __m256d(b), __m256d(c)));
-#endif
-#ifdef __AVX512F__
-    if constexpr (sizeof(V) == 64 && single)
-      return V(_mm512_fmadd_ps(__m512(a), __m512(b), __m512(c)));
-    if constexpr (sizeof(V) == 64 && !single)
-      return V(_mm512_fmadd_pd(__m512d(a), __m512d(b), __m512d(c)));
-#endif
-  }
-  return c + a * b;
-}
-
 /// row_dot<K> with its K partial sums in one vector register: the same
 /// additions in the same order, written out because GCC vectorizes the
 /// plain loop badly (docs/performance.md).
-template <int K, class Scalar>
+template <int K, bool Fused, class Scalar>
 inline Scalar row_dot_lanes(const Scalar* a, const Scalar* b, int n) {
   typedef Scalar V __attribute__((vector_size(K * sizeof(Scalar))));
   V v = {};
@@ -111,21 +85,44 @@ inline Scalar row_dot_lanes(const Scalar* a, const Scalar* b, int n) {
     V x, y;
     __builtin_memcpy(&x, a + j, sizeof x);
     __builtin_memcpy(&y, b + j, sizeof y);
-    v = multiply_add(x, y, v);
+    v = multiply_add<Fused>(x, y, v);
   }
   if (j < n) {
     Scalar s0 = v[0];
-    for (; j < n; ++j) s0 = multiply_add(a[j], b[j], s0);
+    for (; j < n; ++j) s0 = multiply_add<Fused>(a[j], b[j], s0);
     v[0] = s0;
   }
   return fold_lanes<K / 2>(v);
+}
+
+/// row_dot<K> for K partial sums wider than one vector register: K / L
+/// registers of L lanes, the same additions in the same order. Written out
+/// because GCC vectorizes the plain loop well only when it may contract it
+/// itself, and it may not (-ffp-contract=off).
+template <int K, bool Fused, class Scalar>
+inline Scalar row_dot_registers(const Scalar* a, const Scalar* b, int n) {
+  constexpr int L = GRADSUM_SIMD_ROW_BYTES / int(sizeof(Scalar));
+  typedef Scalar V __attribute__((vector_size(GRADSUM_SIMD_ROW_BYTES)));
+  V v[K / L] = {};
+  int j = 0;
+  for (; j + K <= n; j += K)
+    for (int r = 0; r < K / L; ++r) {
+      V x, y;
+      __builtin_memcpy(&x, a + j + r * L, sizeof x);
+      __builtin_memcpy(&y, b + j + r * L, sizeof y);
+      v[r] = multiply_add<Fused>(x, y, v[r]);
+    }
+  Scalar s[K];
+  __builtin_memcpy(s, v, sizeof s);
+  for (; j < n; ++j) s[0] = multiply_add<Fused>(a[j], b[j], s[0]);
+  return fold<K / 2>(s);
 }
 
 /// out[0] = row_dot<K>(a, b0, n), out[1] = row_dot<K>(a, b1, n): two rows
 /// in one loop, the same additions for each, so that the two chains of
 /// additions overlap. Groups must be n / K, the number of whole groups:
 /// the loop's length, known at compile time.
-template <int K, int Groups, class Scalar>
+template <int K, int Groups, bool Fused, class Scalar>
 inline void row_dot_pair(const Scalar* a, const Scalar* b0, const Scalar* b1, int n,
                          Scalar* out) {
   typedef Scalar V __attribute__((vector_size(K * sizeof(Scalar))));
@@ -136,14 +133,14 @@ inline void row_dot_pair(const Scalar* a, const Scalar* b0, const Scalar* b1, in
     __builtin_memcpy(&x, a + j, sizeof x);
     __builtin_memcpy(&y0, b0 + j, sizeof y0);
     __builtin_memcpy(&y1, b1 + j, sizeof y1);
-    v0 = multiply_add(x, y0, v0);
-    v1 = multiply_add(x, y1, v1);
+    v0 = multiply_add<Fused>(x, y0, v0);
+    v1 = multiply_add<Fused>(x, y1, v1);
   }
   if (j < n) {
     Scalar s0 = v0[0], s1 = v1[0];
     for (; j < n; ++j) {
-      s0 = multiply_add(a[j], b0[j], s0);
-      s1 = multiply_add(a[j], b1[j], s1);
+      s0 = multiply_add<Fused>(a[j], b0[j], s0);
+      s1 = multiply_add<Fused>(a[j], b1[j], s1);
     }
     v0[0] = s0;
     v1[0] = s1;
@@ -159,20 +156,22 @@ inline void row_dot_pair(const Scalar* a, const Scalar* b0, const Scalar* b1, in
 /// products past the last whole group of K go to s[0]. One chain of
 /// additions would be slower than reading the data (without -ffast-math
 /// the compiler may not reorder it). The order of the additions depends on
-/// K and n only; whether the multiply-adds are fused depends on the
-/// target. A vector register holds the partial sums where they fit one
-/// (more registers were slower).
-template <int K, class Scalar>
+/// K and n only, never on the target; with Fused, whether the
+/// multiply-adds are fused does. A vector register holds the partial sums
+/// where they fit one (more registers were slower).
+template <int K, bool Fused, class Scalar>
 KOKKOS_INLINE_FUNCTION Scalar row_dot(const Scalar* a, const Scalar* b, int n) {
 #ifdef GRADSUM_SIMD_ROW_BYTES
   if constexpr (K * sizeof(Scalar) <= GRADSUM_SIMD_ROW_BYTES)
-    return row_dot_lanes<K>(a, b, n);
+    return row_dot_lanes<K, Fused>(a, b, n);
+  else
+    return row_dot_registers<K, Fused>(a, b, n);
 #endif
   Scalar s[K] = {};
   int j = 0;
   for (; j + K <= n; j += K)
-    for (int k = 0; k < K; ++k) s[k] += a[j + k] * b[j + k];
-  for (; j < n; ++j) s[0] += a[j] * b[j];
+    for (int k = 0; k < K; ++k) s[k] = multiply_add<Fused>(a[j + k], b[j + k], s[k]);
+  for (; j < n; ++j) s[0] = multiply_add<Fused>(a[j], b[j], s[0]);
   return fold<K / 2>(s);
 }
 
@@ -205,8 +204,10 @@ KOKKOS_FORCEINLINE_FUNCTION void fold_rows(V* v) {
 
 /// out[s] = w . x[s] for the B rows x[s] of n values: the B rows' partial
 /// sums in B vector registers, so that each piece of w is read once for
-/// all of them and the B chains of additions overlap.
-template <int B, class Scalar>
+/// all of them and the B chains of additions overlap. 32 bytes' worth of
+/// partial sums per row, with vector registers or without: the same order
+/// on every target.
+template <int B, bool Fused, class Scalar>
 KOKKOS_INLINE_FUNCTION void block_dots(const Scalar* w, const Scalar* const* x, int n,
                                        Scalar* out) {
 #ifdef GRADSUM_SIMD_ROW_BYTES
@@ -221,15 +222,15 @@ KOKKOS_INLINE_FUNCTION void block_dots(const Scalar* w, const Scalar* const* x, 
     for (int s = 0; s < B; ++s) {
       V xv;
       __builtin_memcpy(&xv, x[s] + j, sizeof xv);
-      acc[s] = multiply_add(wv, xv, acc[s]);
+      acc[s] = multiply_add<Fused>(wv, xv, acc[s]);
     }
   }
   for (; j < n; ++j)
-    for (int s = 0; s < B; ++s) acc[s][0] = multiply_add(w[j], x[s][j], acc[s][0]);
+    for (int s = 0; s < B; ++s) acc[s][0] = multiply_add<Fused>(w[j], x[s][j], acc[s][0]);
   fold_rows<L, 1, B>(acc);
   for (int s = 0; s < B; ++s) out[s] = acc[s / L][s % L];
 #else
-  for (int s = 0; s < B; ++s) out[s] = row_dot<4>(w, x[s], n);
+  for (int s = 0; s < B; ++s) out[s] = row_dot<32 / int(sizeof(Scalar)), Fused>(w, x[s], n);
 #endif
 }
 
