@@ -47,7 +47,13 @@ using CudaList = std::tuple<>;
 /// test and example once, not once more for Serial, which the host builds
 /// cover (scripts/cuda-build does this; scripts/gpu-check, which compares
 /// the backends, does not).
-#if defined(GRADSUM_DEVICE_SPACES_ONLY) && defined(KOKKOS_ENABLE_CUDA)
+///
+/// Defining GRADSUM_DEFAULT_SPACE_ONLY keeps Kokkos::DefaultExecutionSpace
+/// alone: a build that only needs that space (.ci/same-bits' extra builds
+/// of gradsum-train) compiles each template once.
+#if defined(GRADSUM_DEFAULT_SPACE_ONLY)
+using ExecutionSpaces = std::tuple<Kokkos::DefaultExecutionSpace>;
+#elif defined(GRADSUM_DEVICE_SPACES_ONLY) && defined(KOKKOS_ENABLE_CUDA)
 using ExecutionSpaces = detail::CudaList;
 #else
 using ExecutionSpaces = decltype(std::tuple_cat(
