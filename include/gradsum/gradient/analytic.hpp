@@ -258,7 +258,7 @@ struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
   KOKKOS_FUNCTION void operator()(std::int64_t b, Scalar* acc) const {
     const std::int64_t first = b * B;
     const int m = int(block_count(first));
-    const Scalar* xs[B];
+    const Scalar* xs[B] = {};  // (GCC 12 at -O2 thinks rows m … B-1 are read)
     Scalar ys[B] = {};
     for (int s = 0; s < m; ++s) {
       const std::int64_t r = this->rows(first + s);
@@ -267,7 +267,7 @@ struct BlockBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
     }
     const std::int64_t next = first + B;
     if constexpr (spreads) {
-      const Scalar* row[B];
+      const Scalar* row[B] = {};
       acc[num_parameters] += this->model.block_gradient(this->loss, this->theta, xs, ys, m, acc,
                                                         ahead_of(next, row));
     } else {
