@@ -366,6 +366,8 @@ int train(const Context& context, const Model& model, const Loss& loss,
     gradsum::initialize(model, gradsum::Initializer::parse(o.init).with_seed(o.seed), theta);
 
   if (o.print_gradient) {
+    // With --resume, at the checkpoint's parameters (a trained model's).
+    if (!o.resume.empty()) gradsum::load_checkpoint(o.resume, step, theta);
     const auto r = step.evaluate(theta, data, my_rows);
     say("%.17g\n", r.loss);
     for (double g : host_values(step.gradient())) say("%.17g\n", g);

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # gradsum-train: 5 epochs with --checkpoint, then --resume with --epochs 10,
 # lands on exactly the parameters of an uninterrupted 10-epoch run (Adam,
-# mini-batches, standardized data), on RANKS ranks (1: without mpiexec).
+# mini-batches, standardized data), on RANKS ranks (1: without mpiexec);
+# and --print-gradient with --resume gives the gradient at the checkpoint's
+# parameters.
 # usage: resume_exact.sh MPIEXEC NUMPROC_FLAG RANKS GRADSUM_TRAIN DATA
 set -euo pipefail
 mpiexec="$1" np_flag="$2" ranks="$3" train="$4" data="$5"
@@ -27,3 +29,16 @@ if cmp -s "$work/straight.txt" "$work/resumed.txt"; then
 else
   echo "FAILED: parameters differ"; paste "$work/straight.txt" "$work/resumed.txt"; exit 1
 fi
+
+# Least squares: Newton's one step solves the normal equations, so the
+# gradient at its checkpoint vanishes (to rounding), and at the starting
+# (zero) parameters it does not.
+least=(--data "$data" --model linear --standardize --optimizer newton --progress off)
+run "${least[@]}" --epochs 1 --checkpoint "$work/newton.ckpt" >/dev/null
+run "${least[@]}" --print-gradient >"$work/start.txt"
+run "${least[@]}" --epochs 1 --resume "$work/newton.ckpt" --print-gradient >"$work/trained.txt"
+largest() { awk 'NR > 1 { a = $1 < 0 ? -$1 : $1; if (a > m) m = a } END { printf "%.3g", m }' "$1"; }
+start="$(largest "$work/start.txt")" trained="$(largest "$work/trained.txt")"
+[ "$(wc -l <"$work/trained.txt")" = 32 ] && awk -v s="$start" -v t="$trained" 'BEGIN { exit !(s > 1e-2 && t < 1e-9) }' \
+  || { echo "FAILED: largest gradient entry $start at the start, $trained at Newton's solution"; exit 1; }
+echo "--resume --print-gradient: largest gradient entry $start at the start, $trained at Newton's solution"
