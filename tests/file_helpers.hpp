@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace gradsum_test {
 
@@ -26,6 +28,16 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), std::streamsize(bytes.size()));
   REQUIRE(out.good());
+}
+
+/// A file name in the working folder, unique to this process.
+inline std::string temp_path(const std::string& name) {
+  return "gradsum_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+/// Whether two vectors hold the same bits, NaNs and signed zeros included.
+inline bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
 }
 
 /// A new, empty folder under /tmp (mode 0700).

@@ -25,10 +25,6 @@ using gradsum::SquaredError;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return "gradsum_test_" + std::to_string(::getpid()) + "_" + name;
-}
-
 // What loading `path` into `step` throws, or "loaded".
 template <class StepType, class Theta>
 std::string load_message(const std::string& path, StepType& step, const Theta& theta) {
@@ -38,10 +34,6 @@ std::string load_message(const std::string& path, StepType& step, const Theta& t
     return e.what();
   }
   return "loaded";
-}
-
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
 }
 
 // A regression problem read in mini-batches of 10 out of 40 (4 per epoch),

@@ -4,6 +4,7 @@
 // malformed input and its file:line:column message, the seeded train/test
 // split, and the all-rank scaler on one process.
 
+#include "file_helpers.hpp"
 #include "test_helpers.hpp"
 
 #include <zlib.h>
@@ -15,11 +16,9 @@
 #include <set>
 #include <sstream>
 
-namespace {
+using gradsum_test::temp_path;
 
-std::string temp_path(const std::string& name) {
-  return "gradsum_test_" + std::to_string(::getpid()) + "_" + name;
-}
+namespace {
 
 void write_gzip(const std::string& path, const std::string& text) {
   gzFile f = gzopen(path.c_str(), "wb");

@@ -3,6 +3,7 @@
 // over the sampler (the loop gradsum-train used before fit existed), from
 // one k-times-larger batch for accumulation, and from shorter runs.
 
+#include "file_helpers.hpp"
 #include "test_helpers.hpp"
 
 #include <gradsum/train/fit.hpp>
@@ -31,17 +32,6 @@ struct CountingLocal : gradsum::Local {
   }
   std::int64_t calls() const { return *count; }
 };
-
-template <class Space>
-using Data = gradsum::Dataset<double, typename Space::memory_space>;
-
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
-
-std::string temp_path(const std::string& name) {
-  return "gradsum_test_" + std::to_string(::getpid()) + "_" + name;
-}
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
@@ -74,7 +64,7 @@ struct StopAt : gradsum::Callback {
 }  // namespace
 
 TEST_CASE_TEMPLATE_DEFINE("fit follows the hand-written epoch loop bit for bit", Space, fit_loop) {
-  const auto data = Data<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
+  const auto data = DataOn<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
   auto manual = make<Space>(gradsum::Adam{0.01});
   auto theta_manual = manual.make_parameters();
   gradsum::MiniBatchSampler<typename Space::memory_space> sampler(data.num_samples(), 30, 9);
@@ -104,7 +94,7 @@ TEST_CASE_TEMPLATE_APPLY(fit_loop, Spaces);
 TEST_CASE_TEMPLATE_DEFINE("accumulating 4 micro-batches of 16 equals batches of 64 with a quarter "
                           "of the messages",
                           Space, accumulate) {
-  const auto data = Data<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
+  const auto data = DataOn<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
   gradsum::FitOptions options;
   options.epochs = 2;
   options.seed = 3;
@@ -137,7 +127,7 @@ TEST_CASE_TEMPLATE_APPLY(accumulate, Spaces);
 TEST_CASE("accumulation with an uneven last group, and rejected with the Hessian") {
   using Space = Kokkos::DefaultHostExecutionSpace;
   const auto problem = random_problem(200, 4, Kind::regression, 1, 78);
-  const auto data = Data<Space>::from_host(problem.n, problem.d, problem.x, problem.y);
+  const auto data = DataOn<Space>::from_host(problem.n, problem.d, problem.x, problem.y);
   gradsum::FitOptions options;
   options.epochs = 1;
   options.seed = 1;
@@ -164,7 +154,7 @@ TEST_CASE("accumulation with an uneven last group, and rejected with the Hessian
 
 TEST_CASE_TEMPLATE_DEFINE("fit resumed from a checkpoint lands on the uninterrupted run", Space,
                           fit_resume) {
-  const auto data = Data<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
+  const auto data = DataOn<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
   const std::string path = temp_path("fit.ckpt");
   gradsum::FitOptions options;
   options.batch = 50;
@@ -213,7 +203,7 @@ TEST_CASE_TEMPLATE_APPLY(fit_resume, Spaces);
 
 TEST_CASE("progress prints one plain line per epoch when the output is not a terminal") {
   using Space = Kokkos::DefaultHostExecutionSpace;
-  const auto data = Data<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
+  const auto data = DataOn<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
   auto step = make<Space>(gradsum::SGD{0.05});
   auto theta = step.make_parameters();
   std::FILE* out = std::tmpfile();
@@ -252,7 +242,7 @@ TEST_CASE("progress prints one plain line per epoch when the output is not a ter
 
 TEST_CASE("the CSV log holds one row per update with the loss, gradient norm and rate") {
   using Space = Kokkos::DefaultHostExecutionSpace;
-  const auto data = Data<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
+  const auto data = DataOn<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
   const std::string path = temp_path("log.csv");
   auto step = make<Space>(gradsum::Scheduled<gradsum::SGD>(gradsum::SGD{0.1},
                                                            gradsum::Schedule::exponential(0.5)));
@@ -282,7 +272,7 @@ TEST_CASE("the CSV log holds one row per update with the loss, gradient norm and
 
 TEST_CASE("early stopping, best parameters and callbacks that stop training") {
   using Space = Kokkos::DefaultHostExecutionSpace;
-  const auto data = Data<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
+  const auto data = DataOn<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
   gradsum::FitOptions options;
   options.epochs = 10;
   options.batch = 64;
@@ -301,7 +291,7 @@ TEST_CASE("early stopping, best parameters and callbacks that stop training") {
     // A learning rate far too large: the validation loss grows every
     // epoch, so the best parameters are those after epoch 1.
     const auto held_out = random_problem(50, 4, Kind::regression, 1, 79);
-    const auto validation = Data<Space>::from_host(held_out.n, held_out.d, held_out.x, held_out.y);
+    const auto validation = DataOn<Space>::from_host(held_out.n, held_out.d, held_out.x, held_out.y);
     auto step = make<Space>(gradsum::SGD{3.0});
     auto theta = step.make_parameters();
     gradsum::BestParameters<decltype(theta)> best(theta);
@@ -340,13 +330,13 @@ TEST_CASE("early stopping, best parameters and callbacks that stop training") {
 
 TEST_CASE("early stopping and the best parameters resume where the uninterrupted run stands") {
   using Space = Kokkos::DefaultHostExecutionSpace;
-  const auto data = Data<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
+  const auto data = DataOn<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
   // A learning rate far too large: the validation loss grows after epoch 1,
   // so the uninterrupted run keeps epoch 1's parameters and stops after
   // epoch 3 (patience 2). A resumed run that forgot the best loss and the
   // epochs waited would take epoch 3 as its best and stop after epoch 5.
   const auto held_out = random_problem(50, 4, Kind::regression, 1, 79);
-  const auto validation = Data<Space>::from_host(held_out.n, held_out.d, held_out.x, held_out.y);
+  const auto validation = DataOn<Space>::from_host(held_out.n, held_out.d, held_out.x, held_out.y);
   const std::string path = temp_path("early.ckpt");
   gradsum::FitOptions options;
   options.batch = 64;
@@ -425,7 +415,7 @@ TEST_CASE("early stopping and the best parameters resume where the uninterrupted
 TEST_CASE("a resumed run reaching max_steps continues the uninterrupted run, and stops at once "
           "when it was already reached") {
   using Space = Kokkos::DefaultHostExecutionSpace;
-  const auto data = Data<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
+  const auto data = DataOn<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
   const std::string path = temp_path("steps.ckpt");
   gradsum::FitOptions options;
   options.batch = 50;

@@ -17,7 +17,6 @@ using namespace gradsum_test;
 namespace {
 
 using Space = Kokkos::DefaultHostExecutionSpace;
-using Data = gradsum::Dataset<double, Space::memory_space>;
 
 /// y = x . w* + eps with x ~ N(0, I_d), eps ~ N(0, sigma^2), w* = 0, bias 0.
 template <class Memory = Space::memory_space>
@@ -104,7 +103,7 @@ TEST_CASE_TEMPLATE_DEFINE("the noise scale of least squares on Gaussian data is 
 TEST_CASE_TEMPLATE_APPLY(closed_form, Spaces);
 
 TEST_CASE("worker statistics: one worker measures no noise, parts are workers, misuse is named") {
-  const Data data = gaussian_regression(96, 3, 1.0, 7);
+  const DataOn<Space> data = gaussian_regression(96, 3, 1.0, 7);
   auto step = gradsum::make_step<double>(Space(), gradsum::Linear(3), gradsum::SquaredError{});
   const auto theta = step.make_parameters();
   const auto off = step.evaluate(theta, data);
@@ -164,7 +163,7 @@ TEST_CASE("breast cancer: SGD's mini-batch loss jumps around while its average a
   }
   gradsum::Table table = gradsum::read_csv(path);
   gradsum::StandardScaler::fit(table).transform(table);
-  const Data data = Data::from_host(std::int64_t(table.num_rows), int(table.num_features),
+  const DataOn<Space> data = DataOn<Space>::from_host(std::int64_t(table.num_rows), int(table.num_features),
                                     table.features, table.targets);
   auto step = gradsum::make_step<double>(Space(), gradsum::Linear(30),
                                          gradsum::BinaryCrossEntropy{}, gradsum::SGD{0.05});

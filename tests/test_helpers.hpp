@@ -13,12 +13,24 @@
 #include <random>
 #include <utility>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace gradsum_test {
 
 /// The execution spaces every templated test runs on.
 using Spaces = gradsum::ExecutionSpaces;
+
+/// f(static_cast<S*>(nullptr)) for every space S of the tuple, in order:
+/// for_each_space(static_cast<Spaces*>(nullptr), [&](auto* tag) { … }).
+template <class... S, class F>
+void for_each_space(std::tuple<S...>*, F&& f) {
+  (f(static_cast<S*>(nullptr)), ...);
+}
+
+/// The Dataset type on a backend's memory space (double by default).
+template <class Space, class Scalar = double>
+using DataOn = gradsum::Dataset<Scalar, typename Space::memory_space>;
 
 /// Relative tolerances kept in one place.
 template <class Scalar>
@@ -127,6 +139,12 @@ double relative_distance(const A& a, const B& b, std::size_t n) {
     norm += y * y;
   }
   return double(std::sqrt(diff) / (norm > 0 ? std::sqrt(norm) : 1.0L));
+}
+
+/// ||a - b|| / ||b|| of two vectors of b's size (||a - b|| when b is 0).
+template <class A, class B>
+double relative_distance(const A& a, const B& b) {
+  return relative_distance(a, b, b.size());
 }
 
 /// Solves the dense system A x = b (n x n, row-major) by Gaussian

@@ -22,24 +22,12 @@ using gradsum::RowRange;
 
 namespace {
 
-template <class Scalar, class Space>
-using Data = gradsum::Dataset<Scalar, typename Space::memory_space>;
-
-double distance(const std::vector<double>& a, const std::vector<double>& b) {
-  double diff = 0, norm = 0;
-  for (std::size_t j = 0; j < a.size(); ++j) {
-    diff += (a[j] - b[j]) * (a[j] - b[j]);
-    norm += b[j] * b[j];
-  }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
-
 // The summed gradient and loss (P + 1 values) of `model` at `theta` over
 // `rows`, through Analytic::sum with a workspace of `panel_rows` rows of
 // the layer-wise path (0: the per-sample path).
 template <class Scalar, class Space, class Model, class Loss, class Theta, class Rows>
 std::vector<double> sums(const Model& model, const Loss& loss, const Theta& theta,
-                         const Data<Scalar, Space>& data, const Rows& rows, std::int64_t panel_rows) {
+                         const DataOn<Space, Scalar>& data, const Rows& rows, std::int64_t panel_rows) {
   using View = Kokkos::View<Scalar*, typename Space::memory_space>;
   const int P = model.num_parameters();
   View out("out", std::size_t(P) + 1);
@@ -73,7 +61,7 @@ Kokkos::View<Scalar*, typename Space::memory_space> parameters(const Model& mode
 // panel rows to use: whole batches in one and in several panels (the last
 // one part full), a single row, an odd range, a shuffled mini-batch.
 template <class Scalar, class Space, class Model, class Loss>
-void compare_paths(const Model& model, const Loss& loss, const Data<Scalar, Space>& data,
+void compare_paths(const Model& model, const Loss& loss, const DataOn<Space, Scalar>& data,
                    double tolerance) {
   const auto theta = parameters<Scalar, Space>(model, 7);
   const std::int64_t n = data.num_samples();
@@ -83,7 +71,7 @@ void compare_paths(const Model& model, const Loss& loss, const Data<Scalar, Spac
     const auto reference = sums<Scalar, Space>(model, loss, theta, data, rows, 0);
     const auto layerwise = sums<Scalar, Space>(model, loss, theta, data, rows, panel);
     INFO(what << ", panel rows " << panel);
-    CHECK(distance(layerwise, reference) <= tolerance);
+    CHECK(relative_distance(layerwise, reference) <= tolerance);
     CHECK(layerwise.back() == doctest::Approx(reference.back()).epsilon(tolerance));
   };
   check(RowRange{0, n}, 4096, "full batch, one panel");
@@ -101,9 +89,9 @@ void compare_models(double tolerance) {
   const auto multiclass = random_problem(n, d, Kind::multiclass, 4, 21);
   const auto binary = random_problem(n, d, Kind::binary, 1, 22);
   const auto regression = random_problem(n, d, Kind::regression, 1, 23);
-  const auto classes = Data<Scalar, Space>::from_host(n, d, multiclass.x, multiclass.y);
-  const auto labels = Data<Scalar, Space>::from_host(n, d, binary.x, binary.y);
-  const auto values = Data<Scalar, Space>::from_host(n, d, regression.x, regression.y);
+  const auto classes = DataOn<Space, Scalar>::from_host(n, d, multiclass.x, multiclass.y);
+  const auto labels = DataOn<Space, Scalar>::from_host(n, d, binary.x, binary.y);
+  const auto values = DataOn<Space, Scalar>::from_host(n, d, regression.x, regression.y);
   const std::vector<std::vector<int>> depths = {{}, {9}, {9, 5}};
   for (const auto& hidden : depths)
     for (Activation f : {Activation::identity, Activation::relu, Activation::tanh,
@@ -129,7 +117,7 @@ TEST_CASE_TEMPLATE_APPLY(layerwise_paths, Spaces);
 TEST_CASE_TEMPLATE_DEFINE("the step takes the layer-wise path with Sum, the per-sample one "
                           "otherwise, to the same gradient", Space, layerwise_step) {
   const auto p = random_problem(57, 5, Kind::multiclass, 3, 31);
-  const auto data = Data<double, Space>::from_host(p.n, p.d, p.x, p.y);
+  const auto data = DataOn<Space>::from_host(p.n, p.d, p.x, p.y);
   const MLP net(5, {8, 6}, 3, Activation::relu);
   const auto theta = parameters<double, Space>(net, 3);
   auto gradient = [&](const auto& reduction, bool layerwise) {
@@ -145,10 +133,10 @@ TEST_CASE_TEMPLATE_DEFINE("the step takes the layer-wise path with Sum, the per-
     return out;
   };
   const auto layerwise = gradient(gradsum::Sum{}, true);
-  CHECK(distance(layerwise, gradient(gradsum::Sum{}, false)) <= 1e-12);
-  CHECK(distance(layerwise, gradient(gradsum::Compensated{}, true)) <= 1e-12);
-  CHECK(distance(layerwise, gradient(gradsum::RuntimeReduction{}, true)) <= 1e-12);
-  CHECK(distance(layerwise, gradient(gradsum::Reproducible{}, true)) <= 1e-12);
+  CHECK(relative_distance(layerwise, gradient(gradsum::Sum{}, false)) <= 1e-12);
+  CHECK(relative_distance(layerwise, gradient(gradsum::Compensated{}, true)) <= 1e-12);
+  CHECK(relative_distance(layerwise, gradient(gradsum::RuntimeReduction{}, true)) <= 1e-12);
+  CHECK(relative_distance(layerwise, gradient(gradsum::Reproducible{}, true)) <= 1e-12);
   CHECK(gradsum::detail::step_takes_layerwise_path<gradsum::Analytic, Space>(net, gradsum::Sum{}));
   CHECK_FALSE(gradsum::detail::step_takes_layerwise_path<gradsum::Analytic, Space>(
       net, gradsum::Reproducible{}));
@@ -168,8 +156,8 @@ TEST_CASE_TEMPLATE_DEFINE("the step takes the layer-wise path with Sum, the per-
     return std::vector<double>(g.begin(), g.end());
   };
   const auto robust = median(true);
-  CHECK(distance(robust, median(false)) <= 1e-12);
-  CHECK(distance(robust, std::vector<double>(layerwise.begin(), layerwise.end() - 1)) > 1e-6);
+  CHECK(relative_distance(robust, median(false)) <= 1e-12);
+  CHECK(relative_distance(robust, std::vector<double>(layerwise.begin(), layerwise.end() - 1)) > 1e-6);
 }
 TEST_CASE_TEMPLATE_APPLY(layerwise_step, Spaces);
 
@@ -179,7 +167,7 @@ TEST_CASE("784-1024-1024-10: layer-wise only, and its gradient is the central di
   const int d = 784;
   const std::int64_t n = 24;
   const auto p = random_problem(n, d, Kind::multiclass, 10, 41);
-  const auto data = Data<double, Space>::from_host(n, d, p.x, p.y);
+  const auto data = DataOn<Space>::from_host(n, d, p.x, p.y);
   const MLP net(d, {1024, 1024}, 10, Activation::tanh);
   CHECK_FALSE(net.within_per_sample_limits());
   auto step = gradsum::make_step<double>(Space(), net, gradsum::SoftmaxCrossEntropy{});

@@ -25,9 +25,6 @@ using gradsum::SquaredError;
 namespace {
 
 template <class Space, class Scalar = double>
-using Data = gradsum::Dataset<Scalar, typename Space::memory_space>;
-
-template <class Space, class Scalar = double>
 Kokkos::View<Scalar*, typename Space::memory_space> parameters(const MLP& model,
                                                                const Initializer& init) {
   Kokkos::View<Scalar*, typename Space::memory_space> theta(
@@ -38,11 +35,6 @@ Kokkos::View<Scalar*, typename Space::memory_space> parameters(const MLP& model,
 
 const Activation all_activations[] = {Activation::identity, Activation::relu, Activation::tanh,
                                       Activation::sigmoid};
-
-// ||a - b|| / ||b|| over the first n entries of two host vectors.
-double distance(const std::vector<double>& a, const std::vector<double>& b) {
-  return relative_distance(a, b, b.size());
-}
 
 }  // namespace
 
@@ -202,7 +194,7 @@ TEST_CASE_TEMPLATE_DEFINE("MLP gradient check: every depth, activation and head"
   const gradsum::Objective objective{0.01, true};
   auto check = [&](MLP net, auto loss, Kind kind, std::uint64_t seed) {
     const auto problem = random_problem(24, net.num_features(), kind, net.num_outputs(), seed);
-    const auto data = Data<Space>::from_host(problem.n, problem.d, problem.x, problem.y);
+    const auto data = DataOn<Space>::from_host(problem.n, problem.d, problem.x, problem.y);
     // Random biases too: with zero biases a ReLU unit whose inputs are all
     // zero sits exactly on its kink, where no derivative exists.
     Kokkos::View<double*, typename Space::memory_space> theta(
@@ -253,12 +245,12 @@ TEST_CASE_TEMPLATE_DEFINE("MLP: backward(), the fused and the batched paths agre
     loss_fused += net.sample_gradient(loss, theta.data(), x, problem.y[std::size_t(i)],
                                       fused.data());
   }
-  CHECK(distance(fused, separate) <= 1e-15);
+  CHECK(relative_distance(fused, separate) <= 1e-15);
   CHECK(loss_fused == doctest::Approx(loss_separate).epsilon(1e-15));
 
   // Through the step: per-sample and batched sums of a batch whose size
   // is not a multiple of the block, with row lists.
-  auto data = Data<Space>::from_host(problem.n, 6, problem.x, problem.y);
+  auto data = DataOn<Space>::from_host(problem.n, 6, problem.x, problem.y);
   Kokkos::View<double*, typename Space::memory_space> device_theta("theta", std::size_t(P));
   fill(device_theta, theta);
   std::vector<double> sums[2];
@@ -273,8 +265,8 @@ TEST_CASE_TEMPLATE_DEFINE("MLP: backward(), the fused and the batched paths agre
   }
   std::vector<double> expected = separate;
   expected.push_back(loss_separate);
-  CHECK(distance(sums[0], expected) <= 1e-13);
-  CHECK(distance(sums[1], expected) <= 1e-13);
+  CHECK(relative_distance(sums[0], expected) <= 1e-13);
+  CHECK(relative_distance(sums[1], expected) <= 1e-13);
 }
 TEST_CASE_TEMPLATE_APPLY(mlp_paths, Spaces);
 
@@ -283,7 +275,7 @@ TEST_CASE_TEMPLATE_DEFINE("MLP partition identity: parts sum to the batch gradie
   const MLP net(5, {6, 4}, 3, Activation::sigmoid);
   const std::int64_t n = 61;
   const auto problem = random_problem(n, 5, Kind::multiclass, 3, 31);
-  const auto data = Data<Space>::from_host(n, 5, problem.x, problem.y);
+  const auto data = DataOn<Space>::from_host(n, 5, problem.x, problem.y);
   const auto theta = parameters<Space>(net, Initializer::glorot_uniform().with_seed(4));
   auto step = gradsum::make_step<double>(Space(), net, SoftmaxCrossEntropy{}, gradsum::SGD{},
                                          gradsum::Objective{0.0, false});
@@ -304,7 +296,7 @@ TEST_CASE_TEMPLATE_DEFINE("MLP partition identity: parts sum to the batch gradie
       for (std::size_t j = 0; j < total.size(); ++j) total[j] += part[j];
     }
     INFO("parts = " << parts);
-    CHECK(distance(total, full) <= 1e-12);
+    CHECK(relative_distance(total, full) <= 1e-12);
   }
 }
 TEST_CASE_TEMPLATE_APPLY(mlp_partition, Spaces);
@@ -313,7 +305,7 @@ TEST_CASE_TEMPLATE_DEFINE("symmetry: a constant start keeps hidden units identic
                           mlp_symmetry) {
   const MLP net(4, {6, 5}, 3, Activation::tanh);
   const auto problem = random_problem(80, 4, Kind::multiclass, 3, 12);
-  const auto data = Data<Space>::from_host(problem.n, 4, problem.x, problem.y);
+  const auto data = DataOn<Space>::from_host(problem.n, 4, problem.x, problem.y);
   auto train = [&](const Initializer& init) {
     auto theta = parameters<Space>(net, init);
     auto step = gradsum::make_step<double>(Space(), net, SoftmaxCrossEntropy{},
@@ -341,7 +333,7 @@ TEST_CASE_TEMPLATE_APPLY(mlp_symmetry, Spaces);
 TEST_CASE_TEMPLATE_DEFINE("gradient health: vanishing, exploding, and healthy networks", Space,
                           mlp_health) {
   const auto problem = random_problem(64, 8, Kind::multiclass, 4, 3);
-  const auto data = Data<Space>::from_host(problem.n, 8, problem.x, problem.y);
+  const auto data = DataOn<Space>::from_host(problem.n, 8, problem.x, problem.y);
   auto health = [&](const MLP& net, const Initializer& init, auto loss) {
     const auto theta = parameters<Space>(net, init);
     auto step = gradsum::make_step<double>(Space(), net, loss, gradsum::SGD{});
@@ -390,7 +382,7 @@ TEST_CASE_TEMPLATE_DEFINE("clipping bounds the applied gradient norm to C exactl
                           mlp_clipping) {
   const MLP net(5, {8}, 1, Activation::tanh);
   const auto problem = random_problem(50, 5, Kind::regression, 1, 9, 3.0);
-  const auto data = Data<Space>::from_host(problem.n, 5, problem.x, problem.y);
+  const auto data = DataOn<Space>::from_host(problem.n, 5, problem.x, problem.y);
   for (double C : {0.05, 1e6}) {
     auto theta = parameters<Space>(net, Initializer::glorot_uniform().with_seed(6));
     const auto before = to_host(theta);
@@ -423,9 +415,9 @@ TEST_CASE("digits: a one-hidden-layer MLP reaches 95% held-out accuracy") {
   const auto [train_table, test_table] = standardized_digits();
   CHECK(test_table.num_rows == 359);
   CHECK(train_table.num_rows == 1438);
-  const auto train = Data<Space>::from_host(std::int64_t(train_table.num_rows), 64,
+  const auto train = DataOn<Space>::from_host(std::int64_t(train_table.num_rows), 64,
                                             train_table.features, train_table.targets);
-  const auto test = Data<Space>::from_host(std::int64_t(test_table.num_rows), 64,
+  const auto test = DataOn<Space>::from_host(std::int64_t(test_table.num_rows), 64,
                                            test_table.features, test_table.targets);
   const MLP net(64, {32}, 10, Activation::tanh);
   auto theta = parameters<Space>(net, Initializer::glorot_uniform().with_seed(7));

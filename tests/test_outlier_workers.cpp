@@ -19,8 +19,8 @@ struct Regression {
   int d;
   std::vector<double> x, y;
 };
-Regression regression(std::int64_t n, int d, std::int64_t bad, double factor,
-                      std::uint64_t seed) {
+Regression corrupted_regression(std::int64_t n, int d, std::int64_t bad, double factor,
+                                std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   Regression r{n, d, std::vector<double>(std::size_t(n * d)), std::vector<double>(std::size_t(n))};
@@ -75,7 +75,7 @@ TEST_CASE_TEMPLATE_DEFINE("watch_workers names the virtual worker with a corrupt
   const std::int64_t N = 400;
   for (const bool corrupt : {true, false}) {
     CAPTURE(corrupt);
-    const auto r = regression(N, d, corrupt ? 3 * N / 4 : N, 10.0, 2711);
+    const auto r = corrupted_regression(N, d, corrupt ? 3 * N / 4 : N, 10.0, 2711);
     const auto data = gradsum::Dataset<double, Memory>::from_host(N, d, r.x, r.y);
     auto step = gradsum::make_step<double>(Backend(), gradsum::Linear(d), gradsum::SquaredError{},
                                            gradsum::SGD{0.002});
@@ -145,7 +145,7 @@ TEST_CASE("watch_workers in float names the corrupted shard's worker, with ratio
   using Space = Kokkos::DefaultHostExecutionSpace;
   const int d = 6;
   const std::int64_t N = 400;
-  const auto r = regression(N, d, 3 * N / 4, 10.0, 2711);
+  const auto r = corrupted_regression(N, d, 3 * N / 4, 10.0, 2711);
   auto in_float = gradsum::make_step<float>(Space(), gradsum::Linear(d), gradsum::SquaredError{});
   auto in_double = gradsum::make_step<double>(Space(), gradsum::Linear(d), gradsum::SquaredError{});
   in_float.watch_workers(4);

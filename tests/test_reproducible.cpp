@@ -54,11 +54,6 @@ std::vector<unsigned char> reproducible_sums(const HostProblem& p, const Model& 
   return bits_of(Kokkos::subview(step.sums(), Kokkos::make_pair(0, step.num_parameters() + 1)));
 }
 
-template <class... S, class F>
-void for_each_space(std::tuple<S...>*, F&& f) {
-  (f(static_cast<S*>(nullptr)), ...);
-}
-
 template <class Scalar, class Model, class Loss>
 void check_order_and_backend_independence(const Model& model, const Loss& loss, Kind kind) {
   auto p = hostile_problem(301, model.num_features(), 42);

@@ -86,11 +86,6 @@ std::vector<double> values_of(const std::vector<std::int64_t>& bins) {
   return out;
 }
 
-template <class... S, class F>
-void for_each_space(std::tuple<S...>*, F&& f) {
-  (f(static_cast<S*>(nullptr)), ...);
-}
-
 // Every variant's bins equal the one-value-at-a-time bins; returns them.
 template <class Scalar>
 std::vector<std::int64_t> check_variants(const Table& t) {

@@ -77,7 +77,7 @@ void check_partition_identity(const Model& model, const Loss& loss, Kind kind,
 }  // namespace
 
 TEST_CASE_TEMPLATE_DEFINE("textbook: two workers +0.5 and -0.2 sum to 0.3", Space,
-                          textbook) {
+                          step_textbook) {
   // Squared error on a one-feature linear model at theta = 0: a sample
   // (x = 1, y) contributes -y to the weight's gradient.
   const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(
@@ -106,7 +106,7 @@ TEST_CASE_TEMPLATE_DEFINE("textbook: two workers +0.5 and -0.2 sum to 0.3", Spac
   const double expected[] = {0.3, 0.6, 0.9, 0.3};  // 0.3 * (x, 1)
   for (int j = 0; j < 4; ++j) CHECK(g[j] == doctest::Approx(expected[j]).epsilon(1e-14));
 }
-TEST_CASE_TEMPLATE_APPLY(textbook, Spaces);
+TEST_CASE_TEMPLATE_APPLY(step_textbook, Spaces);
 
 TEST_CASE_TEMPLATE_DEFINE("partition identity: parts of a batch sum to the batch gradient",
                           Space, partition_identity) {
@@ -254,7 +254,7 @@ TEST_CASE_TEMPLATE_DEFINE("gradient descent reaches the least-squares solution",
 }
 TEST_CASE_TEMPLATE_APPLY(least_squares, Spaces);
 
-TEST_CASE_TEMPLATE_DEFINE("rejected inputs name what was wrong", Space, rejected) {
+TEST_CASE_TEMPLATE_DEFINE("rejected inputs name what was wrong", Space, step_rejected) {
   using Data = gradsum::Dataset<double, typename Space::memory_space>;
   const auto data = Data::from_host(3, 2, {1, 2, 3, 4, 5, 6}, {0, 1, 2});
 
@@ -349,7 +349,7 @@ TEST_CASE_TEMPLATE_DEFINE("rejected inputs name what was wrong", Space, rejected
                          gradsum::Error);
   }
 }
-TEST_CASE_TEMPLATE_APPLY(rejected, Spaces);
+TEST_CASE_TEMPLATE_APPLY(step_rejected, Spaces);
 
 TEST_CASE_TEMPLATE_DEFINE("data and parameters in any memory space the space can access", Space,
                           memory_spaces) {
