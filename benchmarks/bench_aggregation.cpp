@@ -131,8 +131,8 @@ std::int64_t pairs_for(std::int64_t bytes) {
 // the ranks from 3 on, else 4 / ranks parts of each rank's rows): the
 // same step plain, measuring its workers (measure_workers, the noise
 // statistics watching builds on) and watched, in turn; `ratio` is the
-// median watched step over the median plain one (the target:
-// under 1.05), `ratio_measured` over the median measuring one.
+// median watched step over the median plain one (the aim: under 1.05),
+// `ratio_measured` over the median measuring one.
 void watch_workers_cost(benchmark::State& state) {
   const int d = (1 << 17) - 1;
   const auto rows = std::int64_t(state.range(0));

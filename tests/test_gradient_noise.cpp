@@ -102,6 +102,84 @@ TEST_CASE_TEMPLATE_DEFINE("the noise scale of least squares on Gaussian data is 
 }
 TEST_CASE_TEMPLATE_APPLY(closed_form, Spaces);
 
+TEST_CASE("worker statistics with an L2 term or in float, which take a pass of their own, "
+          "agree with the plain ones") {
+  // In double without an L2 term the statistics come from the step's own
+  // ||g||^2; with one, or in float, from a pass over the sums.
+  const int d = 4;
+  const std::int64_t n = 96;
+  const auto p = random_problem(n, d, Kind::regression, 1, 71);
+  const std::vector<double> w = {0.5, -0.5, 0.5, -0.5, 0.25};
+  auto measure = [&](auto zero, double l2) {
+    using S = decltype(zero);
+    auto step = gradsum::make_step<S>(Space(), gradsum::Linear(d), gradsum::SquaredError{},
+                                      gradsum::SGD{}, gradsum::Objective{l2});
+    step.measure_workers(4);
+    auto theta = step.make_parameters();
+    step.copy_from_host(w, theta);
+    const auto r =
+        step.evaluate(theta, gradsum::Dataset<S, Space::memory_space>::from_host(n, d, p.x, p.y));
+    std::vector<double> g;
+    step.copy_to_host(step.gradient(), g);
+    return std::make_pair(r, g);
+  };
+  const auto plain = measure(0.0, 0.0), with_l2 = measure(0.0, 0.3), single = measure(0.0f, 0.0);
+  REQUIRE(plain.first.workers == 4);
+  REQUIRE(plain.first.noise_trace > 0);
+  MESSAGE("noise trace " << plain.first.noise_trace << ", with L2 " << with_l2.first.noise_trace
+                         << ", float " << single.first.noise_trace);
+  // The noise does not depend on the L2 term.
+  CHECK(with_l2.first.noise_trace == doctest::Approx(plain.first.noise_trace).epsilon(1e-12));
+  CHECK(single.first.noise_trace == doctest::Approx(plain.first.noise_trace).epsilon(1e-4));
+  // ||G + l2 w||^2 - ||G||^2 = 2 l2 G . w + l2^2 ||w||^2 over the
+  // regularised parameters, G = S / B the plain step's gradient.
+  double cross = 0, w2 = 0;
+  for (int j = 0; j <= d; ++j)
+    if (gradsum::Linear(d).is_regularized(j)) {
+      cross += plain.second[std::size_t(j)] * w[std::size_t(j)];
+      w2 += w[std::size_t(j)] * w[std::size_t(j)];
+    }
+  CHECK(with_l2.first.gradient_norm2_estimate - plain.first.gradient_norm2_estimate ==
+        doctest::Approx(2 * 0.3 * cross + 0.3 * 0.3 * w2).epsilon(1e-10));
+  CHECK(single.first.gradient_norm2_estimate ==
+        doctest::Approx(plain.first.gradient_norm2_estimate).epsilon(1e-4));
+}
+
+TEST_CASE("a measured or watched step reports a non-finite sum as the plain step does") {
+  // A measured worker's finite norm and loss stand for its P + 1 sums
+  // being finite; otherwise the step looks at every sum, as unmeasured.
+  auto message = [](int parts, bool watch, const auto& data, auto loss, std::vector<double> w) {
+    auto step = gradsum::make_step<double>(Space(), gradsum::Linear(2), loss);
+    if (watch) step.watch_workers(parts);
+    else if (parts > 0) step.measure_workers(parts);
+    auto theta = step.make_parameters();
+    step.copy_from_host(w, theta);
+    try {
+      step.evaluate(theta, data);
+    } catch (const gradsum::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // Row 2's z = w . x overflows: the sample is named.
+  const auto overflow =
+      gradsum::Dataset<double, Space::memory_space>::from_host(4, 2, {1, 2, 3, 4, 1e308, 1e308, 5, 6},
+                                                               {0, 1, 1, 0});
+  const std::string named = message(0, false, overflow, gradsum::BinaryCrossEntropy{}, {10, 10, 0});
+  CHECK(named.find("not finite for sample 2 of the selected rows") != std::string::npos);
+  for (int parts : {1, 2})
+    CHECK(message(parts, false, overflow, gradsum::BinaryCrossEntropy{}, {10, 10, 0}) == named);
+  CHECK(message(3, true, overflow, gradsum::BinaryCrossEntropy{}, {10, 10, 0}) == named);
+  // Finite sums whose squares overflow: a worker's norm is infinite, its
+  // sums are not, and the step fails only after the sum, as unmeasured.
+  const auto huge = gradsum::Dataset<double, Space::memory_space>::from_host(
+      3, 2, {1e200, 1e200, 1e200, 1e200, 1e200, 1e200}, {1, 1, 1});
+  const std::string late = message(0, false, huge, gradsum::SquaredError{}, {0, 0, 0});
+  CHECK(late.find("not finite after summing over workers") != std::string::npos);
+  CHECK(message(1, false, huge, gradsum::SquaredError{}, {0, 0, 0}) == late);
+  CHECK(message(3, true, huge, gradsum::SquaredError{}, {0, 0, 0}) == late);
+}
+
 TEST_CASE("worker statistics: one worker measures no noise, parts are workers, misuse is named") {
   const DataOn<Space> data = gaussian_regression(96, 3, 1.0, 7);
   auto step = gradsum::make_step<double>(Space(), gradsum::Linear(3), gradsum::SquaredError{});

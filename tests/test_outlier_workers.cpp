@@ -36,6 +36,61 @@ Regression corrupted_regression(std::int64_t n, int d, std::int64_t bad, double 
   return r;
 }
 
+/// The mean least-squares gradients at `theta` (d weights, then the bias)
+/// of the W contiguous workers of `r`, then of all rows, on the host:
+/// g = sum over rows of (x . w + b - y) (x, 1) / rows.
+std::vector<std::vector<double>> worker_gradients(const Regression& r, int W,
+                                                  const std::vector<double>& theta) {
+  const int d = r.d;
+  std::vector<std::vector<double>> g(std::size_t(W) + 1, std::vector<double>(d + 1, 0.0));
+  for (int w = 0; w < W; ++w) {
+    const auto rows = gradsum::partition(r.n, W, w);
+    for (std::int64_t i = rows.begin; i < rows.end; ++i) {
+      double e = theta[std::size_t(d)] - r.y[std::size_t(i)];
+      for (int j = 0; j < d; ++j) e += theta[std::size_t(j)] * r.x[std::size_t(i * d + j)];
+      for (int j = 0; j <= d; ++j) {
+        const double v = (j < d ? r.x[std::size_t(i * d + j)] : 1.0) * e;
+        g[std::size_t(w)][std::size_t(j)] += v / double(rows.size());
+        g[std::size_t(W)][std::size_t(j)] += v / double(r.n);
+      }
+    }
+  }
+  return g;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
+/// The ratios of workers of `b` samples each with mean gradients `g`
+/// (W of them), computed from the vectors themselves: the centre is
+/// median_w(g_w . u / ||u||) u / ||u|| (the origin when u = 0), the ratio
+/// sqrt(b) ||g_w - c|| over the median of those.
+std::vector<double> expected_ratios(const std::vector<std::vector<double>>& g, int W,
+                                    const std::vector<double>& u, double b) {
+  double norm = 0;
+  for (double v : u) norm += v * v;
+  norm = std::sqrt(norm);
+  std::vector<double> unit(u.size(), 0.0), p(std::size_t(W), 0.0), z(std::size_t(W), 0.0);
+  for (std::size_t j = 0; j < u.size(); ++j) unit[j] = norm > 0 ? u[j] / norm : 0.0;
+  for (int w = 0; w < W; ++w)
+    for (std::size_t j = 0; j < u.size(); ++j) p[std::size_t(w)] += g[std::size_t(w)][j] * unit[j];
+  const double m = median(p);
+  for (int w = 0; w < W; ++w) {
+    double d2 = 0;
+    for (std::size_t j = 0; j < u.size(); ++j) {
+      const double e = g[std::size_t(w)][j] - m * unit[j];
+      d2 += e * e;
+    }
+    z[std::size_t(w)] = std::sqrt(b * d2);
+  }
+  const double typical = median(z);
+  for (double& v : z) v /= typical;
+  return z;
+}
+
 }  // namespace
 
 TEST_CASE("outlier ratios of a five-worker cloud match the hand computation") {
@@ -83,46 +138,40 @@ TEST_CASE_TEMPLATE_DEFINE("watch_workers names the virtual worker with a corrupt
     step.watch_workers(W);
     auto theta = step.make_parameters();
     {
-      // The step's distances from three numbers per worker against the
-      // same distances from each worker's full gradient, on the host:
-      // g_w = sum over its rows of (x . w + b - y) (x, 1) / b_w, at theta = 0.
-      const auto got = step.evaluate(theta, data);
-      REQUIRE(got.worker_ratios.size() == std::size_t(W));
-      std::vector<std::vector<double>> g(W, std::vector<double>(d + 1, 0.0));
-      std::vector<double> total(d + 1, 0.0);
+      // The step's ratios from three numbers per worker against the same
+      // ratios from each worker's full gradient, on the host. The centre
+      // lies along the previous evaluation's gradient: the unwatched one
+      // above, at theta = 0; then this one, at theta = 0 too; then the
+      // evaluation at theta1, along the gradient at 0.
+      const std::vector<double> zero(d + 1, 0.0);
+      std::vector<double> theta1(d + 1);
+      for (int j = 0; j <= d; ++j) theta1[std::size_t(j)] = 0.1 * (j % 3) - 0.05;
+      const auto at_zero = worker_gradients(r, W, zero), at_one = worker_gradients(r, W, theta1);
+      const auto first = step.evaluate(theta, data);
+      auto theta_one = step.make_parameters();
+      step.copy_from_host(theta1, theta_one);
+      const auto second = step.evaluate(theta_one, data);
+      const auto want_first = expected_ratios(at_zero, W, at_zero[W], double(N / W));
+      const auto want_second = expected_ratios(at_one, W, at_zero[W], double(N / W));
+      REQUIRE(first.worker_ratios.size() == std::size_t(W));
+      REQUIRE(second.worker_ratios.size() == std::size_t(W));
       for (int w = 0; w < W; ++w) {
-        const auto rows = gradsum::partition(N, W, w);
-        for (std::int64_t i = rows.begin; i < rows.end; ++i)
-          for (int j = 0; j <= d; ++j) {
-            const double v = (j < d ? r.x[std::size_t(i * d + j)] : 1.0) * -r.y[std::size_t(i)];
-            g[std::size_t(w)][std::size_t(j)] += v / double(rows.size());
-            total[std::size_t(j)] += v;
-          }
+        CAPTURE(w);
+        CHECK(first.worker_ratios[std::size_t(w)] ==
+              doctest::Approx(want_first[std::size_t(w)]).epsilon(1e-9));
+        CHECK(second.worker_ratios[std::size_t(w)] ==
+              doctest::Approx(want_second[std::size_t(w)]).epsilon(1e-9));
       }
-      double norm = 0;
-      for (double t : total) norm += t * t;
-      norm = std::sqrt(norm);
-      std::vector<double> p(W);
+      // Before any evaluation there is no direction: the centre is the
+      // origin and the distances are the workers' norms.
+      auto fresh = gradsum::make_step<double>(Backend(), gradsum::Linear(d), gradsum::SquaredError{});
+      fresh.watch_workers(W);
+      const auto none = fresh.evaluate(theta_one, data);
+      const auto want_none = expected_ratios(at_one, W, zero, double(N / W));
+      REQUIRE(none.worker_ratios.size() == std::size_t(W));
       for (int w = 0; w < W; ++w)
-        for (int j = 0; j <= d; ++j) p[std::size_t(w)] += g[std::size_t(w)][std::size_t(j)] * total[std::size_t(j)] / norm;
-      std::vector<double> sorted = p;
-      std::sort(sorted.begin(), sorted.end());
-      const double m = (sorted[1] + sorted[2]) / 2;
-      std::vector<double> z(W);
-      for (int w = 0; w < W; ++w) {
-        double d2 = 0;
-        for (int j = 0; j <= d; ++j) {
-          const double e = g[std::size_t(w)][std::size_t(j)] - m * total[std::size_t(j)] / norm;
-          d2 += e * e;
-        }
-        z[std::size_t(w)] = std::sqrt(double(N / W) * d2);
-      }
-      sorted = z;
-      std::sort(sorted.begin(), sorted.end());
-      const double typical = (sorted[1] + sorted[2]) / 2;
-      for (int w = 0; w < W; ++w)
-        CHECK(got.worker_ratios[std::size_t(w)] ==
-              doctest::Approx(z[std::size_t(w)] / typical).epsilon(1e-9));
+        CHECK(none.worker_ratios[std::size_t(w)] ==
+              doctest::Approx(want_none[std::size_t(w)]).epsilon(1e-9));
     }
     int flagged_bad = 0, flagged_other = 0;
     for (int s = 0; s < 30; ++s) {

@@ -104,20 +104,16 @@ class Step {
     }
     aggregation_.agree(signature(), local_error);
     const int P = model_.num_parameters();
-    sums_ = parameters_view("gradsum::step::sums", std::size_t(P) + Slot::size);
     gradient_view_ = parameters_view("gradsum::step::gradient", std::size_t(P));
     accumulated_ = parameters_view("gradsum::step::accumulated", std::size_t(P) + 1);
     work_ = parameters_view("gradsum::step::workspace",
                             detail::step_workspace_size<ExecutionSpace>(gradient_, model_, reduction_));
     host_norms_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::norms");
-    host_read_ = Kokkos::View<Scalar[Slot::size], Kokkos::HostSpace>("gradsum::step::read");
     host_vector_ = Kokkos::View<Scalar*, Kokkos::HostSpace>("gradsum::step::host_vector",
                                                             std::size_t(P));
-    host_write_ = Kokkos::View<Scalar[Slot::size - Slot::count], Kokkos::HostSpace>(
-        "gradsum::step::write");
     state_ = state_view("gradsum::step::optimizer_state",
                         std::size_t(optimizer_.state_size(P)), std::size_t(P));
-    aggregation_.template allocate<Scalar, memory_space>(std::size_t(P) + Slot::size);
+    size_message();
     if constexpr (binned) workers_ = Workers(aggregation_, P + 1);
     if (detail::optimizer_uses_hessian(optimizer_)) allocate_hessian();
   }
@@ -180,7 +176,7 @@ class Step {
                                       : plain_sums(theta, data, rows, local_error.empty());
     detail::ScopedRegion region("gradsum::step::finalize");
     Kokkos::deep_copy(space_, host_read_,
-                      Kokkos::subview(sums_, Kokkos::make_pair(P, P + int(Slot::size))));
+                      Kokkos::subview(sums_, Kokkos::make_pair(P, int(sums_.extent(0)))));
     space_.fence();
     if (host_read_(Slot::failed) > Scalar(0)) throw Error(aggregation_.first_error(local_error));
     const double loss_sum = double(host_read_(Slot::loss));
@@ -217,8 +213,7 @@ class Step {
     result.gradient_norm = std::sqrt(double(norms(0)));
     result.count = count;
     if (stats_.parts() > 0 && !bins)
-      stats_.finish(space_, aggregation_, sums_, model_, theta, objective_.l2, host_read_.data(),
-                    result);
+      stats_.finish(space_, sums_, model_, theta, objective_.l2, scale, host_read_.data(), result);
     if (!std::isfinite(result.loss) || !std::isfinite(result.gradient_norm)) {
       // Finite on every worker but not in total: the sum overflowed. Every
       // rank holds the same values, so every rank decides the same way.
@@ -312,17 +307,14 @@ class Step {
     detail::copy_from_host(space_, host_vector_, in, v);
   }
 
-  /// Measures worker statistics from the next evaluation on (see
-  /// StepResult::workers and below): every rank sums its rows in
-  /// `parts_per_rank` contiguous parts, each part one worker (with
-  /// MicroBatches, every micro-batch is one worker instead). It costs one
-  /// norm over the P sums per worker and four more values in the message
-  /// the step sends anyway: never a second pass over the data, nor
-  /// another collective. With the same global batch and the same parts,
-  /// the estimates are the same whatever the number of ranks (up to
-  /// rounding): use parts_per_rank = W / ranks for W workers in all.
-  /// 0 stops measuring. Needs a reduction without integer bins (Sum,
-  /// Compensated). Call it on every rank with the same value.
+  /// Measures worker statistics from the next evaluation on (see StepResult::workers and
+  /// below): every rank sums its rows in `parts_per_rank` contiguous parts, each part one
+  /// worker (with MicroBatches, every micro-batch is one worker instead). It costs one norm
+  /// over the P sums per worker and four more values in the message the step sends anyway:
+  /// never a second pass over the data, nor another collective. With the same global batch
+  /// and parts, the estimates are the same whatever the number of ranks (up to rounding):
+  /// use parts_per_rank = W / ranks for W workers in all. 0 stops measuring. Needs a
+  /// reduction without integer bins (Sum, Compensated). Call it on every rank alike.
   void measure_workers(int parts_per_rank) {
     detail::check_measure_workers(
         parts_per_rank,
@@ -333,12 +325,13 @@ class Step {
   /// Parts per rank measure_workers() set (0: not measuring).
   int worker_parts() const { return stats_.parts(); }
   /// Names outlier workers from the next evaluation on (StepResult::outliers; the score,
-  /// `threshold`: train/detail/worker_watch.hpp): measure_workers(parts_per_rank) and one
-  /// collective of 3 values per worker per evaluation. Needs 3 workers or more; 0 stops. Not
-  /// collective: call it on every rank with the same values (refused alike there).
+  /// `threshold`: train/detail/worker_watch.hpp): measure_workers(parts_per_rank) and 3 more
+  /// values per worker in the message, no collective of its own. Needs 3 workers or more; 0
+  /// stops. Call it on every rank with the same values (refused alike there).
   void watch_workers(int parts_per_rank, double threshold = 3) {
     if (parts_per_rank != 0) measure_workers(parts_per_rank);
-    stats_.watch(parts_per_rank, threshold, aggregation_, num_parameters());
+    stats_.watch(parts_per_rank, threshold, aggregation_.size(), aggregation_.rank());
+    size_message();
   }
 
   /// The gradient of J from the last evaluation (length P).
@@ -395,13 +388,13 @@ class Step {
     bool nonfinite = false;
     {
       detail::ScopedRegion region("gradsum::step::gradient");
-      auto tail = Kokkos::subview(sums_, Kokkos::make_pair(P + int(Slot::count),
-                                                           P + int(Slot::size)));
+      auto tail = Kokkos::subview(sums_, Kokkos::make_pair(P + int(Slot::count), int(sums_.size())));
       auto put = [&](int slot, double v) { host_write_(slot - Slot::count) = Scalar(v); };
       stats_.clear();
       if (ok) {
         local_sums(theta, data, rows);
-        nonfinite = detail::any_nonfinite(space_, sums_, P + 1);
+        // A lone measured worker's finite norm and loss: no need to look.
+        nonfinite = !stats_.lone_worker_finite() && detail::any_nonfinite(space_, sums_, P + 1);
         put(Slot::count, double(rows.size()));
         put(Slot::failed, 0);
       } else {
@@ -411,6 +404,7 @@ class Step {
       }
       put(Slot::nonfinite, nonfinite ? 1 : 0);
       for (int k = 0; k < 4; ++k) put(Slot::noise + k, stats_.total(k));
+      stats_.put([&](int slot, double v) { put(Slot::size + slot, v); });
       Kokkos::deep_copy(space_, tail, host_write_);
     }
     detail::ScopedRegion region("gradsum::step::aggregate");
@@ -429,7 +423,7 @@ class Step {
       Kokkos::deep_copy(space_, accumulated_, Scalar(0));
       for (const auto& part : rows.parts) {
         gradient_.sum(space_, model_, loss_, reduction_, theta, data, part, sums_, work_);
-        if (stats_.parts() > 0) stats_.add(space_, sums_, P, part.size());
+        if (stats_.parts() > 0) stats_.add(space_, sums_, P, part.size(), gradient_view_);
         detail::add_into(space_, accumulated_, sums_);
       }
       Kokkos::deep_copy(
@@ -442,8 +436,13 @@ class Step {
       local_sums(theta, data, parts);
     } else {
       gradient_.sum(space_, model_, loss_, reduction_, theta, data, rows, sums_, work_);
-      if (stats_.parts() > 0) stats_.add(space_, sums_, P, rows.size());
+      if (stats_.parts() > 0) stats_.add(space_, sums_, P, rows.size(), gradient_view_);
     }
+  }
+
+  void size_message() {
+    detail::size_message(sums_, host_read_, host_write_, aggregation_, num_parameters(),
+                         int(Slot::size) + stats_.message_slots());
   }
 
   void allocate_hessian() {
@@ -472,8 +471,8 @@ class Step {
   parameters_view accumulated_;  // gradient accumulation: P sums and the loss
   parameters_view work_;         // the gradient policy's workspace
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_norms_;
-  Kokkos::View<Scalar[Slot::size], Kokkos::HostSpace> host_read_;  // the buffer's tail
-  Kokkos::View<Scalar[Slot::size - Slot::count], Kokkos::HostSpace> host_write_;  // after the loss
+  Kokkos::View<Scalar*, Kokkos::HostSpace> host_read_;   // the message's slots
+  Kokkos::View<Scalar*, Kokkos::HostSpace> host_write_;  // those after the loss
   Kokkos::View<Scalar*, Kokkos::HostSpace> host_vector_;
   state_view state_;
   Workers workers_;

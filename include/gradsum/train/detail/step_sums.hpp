@@ -15,11 +15,13 @@
 #include <gradsum/gradient/analytic.hpp>
 #include <gradsum/gradient/detail/layerwise.hpp>
 #include <gradsum/optimizer/detail/learning_rate.hpp>
+#include <gradsum/reduction/sum.hpp>
 #include <gradsum/train/objective.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace gradsum {
 namespace detail {
@@ -144,6 +146,23 @@ double sum_of_squares(const Space& space, const std::string& label, const Sums& 
   return total;
 }
 
+/// Sizes the step's message, P sums then `tail` slots (StepSlot's, then
+/// any the worker watch adds): the buffer `sums`, the host copies of its
+/// slots (`read` from StepSlot::loss, `write` from StepSlot::count) and
+/// the aggregation's buffers. Keeps them when the size is unchanged.
+template <class Scalar, class MemorySpace, class Aggregation>
+void size_message(Kokkos::View<Scalar*, MemorySpace>& sums,
+                  Kokkos::View<Scalar*, Kokkos::HostSpace>& read,
+                  Kokkos::View<Scalar*, Kokkos::HostSpace>& write, Aggregation& aggregation,
+                  int P, int tail) {
+  if (sums.extent(0) == std::size_t(P + tail)) return;
+  sums = Kokkos::View<Scalar*, MemorySpace>("gradsum::step::sums", std::size_t(P + tail));
+  read = Kokkos::View<Scalar*, Kokkos::HostSpace>("gradsum::step::read", std::size_t(tail));
+  write = Kokkos::View<Scalar*, Kokkos::HostSpace>("gradsum::step::write",
+                                                   std::size_t(tail - StepSlot::count));
+  aggregation.template allocate<Scalar, MemorySpace>(std::size_t(P + tail));
+}
+
 /// total(j) += part(j) for j < total.extent(0). Asynchronous.
 template <class Space, class Total, class Part>
 void add_into(const Space& space, const Total& total, const Part& part) {
@@ -151,6 +170,23 @@ void add_into(const Space& space, const Total& total, const Part& part) {
       "gradsum::step::accumulate", Kokkos::RangePolicy<Space>(space, 0, int(total.extent(0))),
       KOKKOS_LAMBDA(int j) { total(j) += part(j); });
 }
+
+/// Adds ||S||^2 and ||S / B + l2 w||^2 (w the regularised parameters)
+/// term j into acc[0 … 1] (in double; an ArraySumFunctor body).
+template <class Model, class Sums, class Theta>
+struct NoiseNorms {
+  Model model;
+  Sums sums;
+  Theta theta;
+  double B, l2;
+
+  KOKKOS_FUNCTION void operator()(std::int64_t j, double* acc) const {
+    const double s = double(sums(j));
+    const double g = s / B + (model.is_regularized(int(j)) ? l2 * double(theta(j)) : 0.0);
+    acc[0] += s * s;
+    acc[1] += g * g;
+  }
+};
 
 /// What a step measures about its workers (see Step::measure_workers and
 /// StepResult::noise_trace): each worker's summed gradient and mean loss,
@@ -169,7 +205,12 @@ class WorkerStatistics {
   /// Forgets this rank's totals (a new evaluation).
   void clear() {
     for (double& v : totals_) v = 0;
+    added_ = 0;
+    finite_ = false;
   }
+  /// Whether this evaluation added one worker alone and its norm and loss
+  /// were finite: then its P + 1 sums, the rank's, are all finite.
+  bool lone_worker_finite() const { return added_ == 1 && finite_; }
   /// This rank's totals, in the order of StepSlot::noise ….
   double total(int k) const { return totals_[k]; }
 
@@ -177,7 +218,10 @@ class WorkerStatistics {
   /// holds (P values, then the loss). Blocking.
   template <class Space, class Sums>
   void add(const Space& space, const Sums& sums, int P, std::int64_t b) {
-    if (b <= 0) return;  // a worker without samples says nothing about the noise
+    if (b <= 0) {  // a worker without samples says nothing about the noise
+      ++added_;
+      return;
+    }
     add(space, sums, P, b, sum_of_squares(space, "gradsum::step::worker_norm", sums, P));
   }
   /// add, given norm2 = ||S_w||^2 (the P gradient sums' squared norm).
@@ -186,6 +230,8 @@ class WorkerStatistics {
     Kokkos::deep_copy(space, host_loss_, Kokkos::subview(sums, P));
     space.fence();
     const double loss = double(host_loss_()) / double(b);
+    ++added_;
+    finite_ = std::isfinite(norm2) && std::isfinite(loss);
     totals_[0] += norm2 / double(b);
     totals_[1] += 1;
     totals_[2] += loss;
@@ -193,34 +239,40 @@ class WorkerStatistics {
   }
 
   /// The worker statistics of `result` from the aggregated sums (P
-  /// gradient values) and the aggregated totals `tail` (StepSlot order,
-  /// from StepSlot::loss on). Blocking.
+  /// gradient values), the aggregated totals `tail` (StepSlot order, from
+  /// StepSlot::loss on) and the step's gradient g = scale S + l2 w, whose
+  /// norm `result` holds. Blocking.
   template <class Space, class Sums, class Model, class Theta>
   static void finish(const Space& space, const Sums& sums, const Model& model, const Theta& theta,
-                     double l2, const Scalar* tail, StepResult& result) {
+                     double l2, double scale, const Scalar* tail, StepResult& result) {
     const double W = double(tail[StepSlot::workers]), B = double(result.count);
     result.workers = std::int64_t(W);
     if (W < 2) return;
     const double mean = double(tail[StepSlot::worker_losses]) / W;
     result.worker_loss_spread = std::sqrt(
         std::fmax(0.0, (double(tail[StepSlot::worker_squares]) - W * mean * mean) / (W - 1)));
-    const int P = model.num_parameters();
-    const double sum2 = sum_of_squares(space, "gradsum::step::worker_statistics", sums, P);
-    double mean2 = 0;  // ||S / B + l2 w||^2
-    Kokkos::parallel_reduce(
-        "gradsum::step::worker_statistics", Kokkos::RangePolicy<Space>(space, 0, P),
-        KOKKOS_LAMBDA(int j, double& acc) {
-          const double g =
-              double(sums(j)) / B + (model.is_regularized(j) ? l2 * double(theta(j)) : 0.0);
-          acc += g * g;
-        },
-        mean2);
+    // ||S||^2 and ||S / B + l2 w||^2: without an L2 term, from ||g||^2 (in
+    // double, as precise as a pass); else in one pass.
+    double norms[2] = {0, 0};
+    if (std::is_same<Scalar, double>::value && l2 == 0) {
+      norms[0] = result.gradient_norm * result.gradient_norm / (scale * scale);
+      norms[1] = norms[0] / (B * B);
+    } else {
+      Kokkos::parallel_reduce(
+          "gradsum::step::worker_statistics",
+          Kokkos::RangePolicy<Space>(space, 0, model.num_parameters()),
+          ArraySumFunctor<double, NoiseNorms<Model, Sums, Theta>>{2, {model, sums, theta, B, l2}},
+          Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(norms,
+                                                                                           2));
+    }
+    const double sum2 = norms[0], mean2 = norms[1];
     result.noise_trace = (double(tail[StepSlot::noise]) - sum2 / B) / (W - 1);
     result.gradient_norm2_estimate = mean2 - result.noise_trace / B;
   }
 
  private:
-  int parts_ = 0;
+  int parts_ = 0, added_ = 0;
+  bool finite_ = false;
   double totals_[4] = {};
   Kokkos::View<Scalar, Kokkos::HostSpace> host_loss_;
 };

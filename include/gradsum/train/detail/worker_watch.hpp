@@ -3,31 +3,41 @@
 
 /// @file
 /// Outlier workers (Step::watch_workers): each worker's gradient is
-/// compared with the others' through three numbers per worker, sent in one
-/// small collective after the step's aggregation, never the gradients.
+/// compared with the others' through three numbers per worker that travel
+/// in the message the step sends anyway: no gradient, and no collective of
+/// its own.
 ///
 /// The score. With g_w = S_w / b_w a worker's mean gradient (S_w its summed
-/// loss gradient over b_w samples) and u = S / ||S|| the direction of the
-/// summed gradient, every worker's projection p_w = g_w . u is known, and
-/// the centre c = median_w(p_w) u is a robust point of the workers' cloud:
-/// one worker far away moves the median of the projections little. The
-/// distance of g_w to c follows exactly from ||S_w||^2 and S_w . S,
+/// loss gradient over b_w samples) and u a direction every rank knows, the
+/// gradient of the step's previous evaluation (zero before the first), the
+/// projections p_w = g_w . u / ||u|| are known, and the centre
+/// c = median_w(p_w) u / ||u|| is a robust point of the workers' cloud: one
+/// worker far away moves the median of the projections little. The
+/// distance of g_w to c follows exactly from ||S_w||^2 and S_w . u,
 ///
 ///     ||g_w - c||^2 = ||g_w||^2 - 2 m p_w + m^2,     m = median(p),
 ///
-/// and z_w = sqrt(b_w) ||g_w - c|| puts workers of any size on the scale
-/// of one sample's noise (sampling noise shrinks like 1/sqrt(b_w)). The
-/// score is ratio_w = z_w / median_v(z_v); a worker is named when its ratio
-/// exceeds the threshold (3 by default). For workers that differ only by
-/// sampling noise, z_w is about sqrt(tr Sigma) for every worker, so their
-/// ratios stay near 1 unless the gradient has very few dimensions (with
-/// one or two, chance alone passes 3 in a few percent of the steps). Near
-/// a point where the workers' gradients cancel (S close to 0), one outlier
-/// among W workers scores about W - 1: with four workers the ratio then
-/// falls to about 3, and the earlier steps are the ones that name it.
+/// (with u = 0, m = 0 and the distance is ||g_w||), and
+/// z_w = sqrt(b_w) ||g_w - c|| puts workers of any size on the scale of one
+/// sample's noise (sampling noise shrinks like 1/sqrt(b_w)). The score is
+/// ratio_w = z_w / median_v(z_v); a worker is named when its ratio exceeds
+/// the threshold (3 by default). For workers that differ only by sampling
+/// noise, z_w is about sqrt(tr Sigma) for every worker, so their ratios
+/// stay near 1 unless the gradient has very few dimensions (with one or
+/// two, chance alone passes 3 in a few percent of the steps). Near a point
+/// where the workers' gradients cancel, one outlier among W workers scores
+/// about W - 1: with four workers the ratio then falls to about 3, and the
+/// earlier steps are the ones that name it.
+///
+/// Why the previous gradient and not this step's sum S: S . S_w needs S,
+/// known only after the message, so it would cost a copy of every worker's
+/// sums, one more pass and a second collective. Between two evaluations the
+/// gradient turns little, and any direction common to all ranks gives a
+/// valid centre; the first evaluation, with u = 0, compares the norms.
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/reduction/sum.hpp>
 #include <gradsum/train/detail/step_sums.hpp>
 #include <gradsum/train/objective.hpp>
 
@@ -51,14 +61,14 @@ inline double median_of(std::vector<double> values) {
 }
 
 /// The outlier ratios of W workers from their sample counts `b`, squared
-/// summed-gradient norms `n` (||S_w||^2), dots `c` (S_w . S) and ||S||^2
-/// (the score above). Workers without samples get NaN. Host only.
+/// summed-gradient norms `n` (||S_w||^2), dots `c` (S_w . u) and `u2` =
+/// ||u||^2 (the score above). Workers without samples get NaN. Host only.
 inline std::vector<double> outlier_ratios(const std::vector<double>& b,
                                           const std::vector<double>& n,
-                                          const std::vector<double>& c, double sum2) {
+                                          const std::vector<double>& c, double u2) {
   const std::size_t W = b.size();
   std::vector<double> ratio(W, std::nan("")), p, z(W, 0.0), held;
-  const double norm = std::sqrt(sum2);
+  const double norm = std::sqrt(u2);
   for (std::size_t w = 0; w < W; ++w)
     if (b[w] > 0) p.push_back(norm > 0 ? c[w] / (b[w] * norm) : 0.0);
   if (p.size() < 3) return ratio;  // two workers are each as far from the other
@@ -92,150 +102,119 @@ inline void check_watch_workers(int parts_per_rank, int ranks, double threshold)
          "to the typical worker's distance), got ", threshold);
 }
 
-/// In one pass over j < P: kept(k, .) . sums and ||sums||^2, in double.
-template <class Kept, class Sums>
+/// Adds term j of ||sums||^2, sums . u and ||u||^2 into acc[0 … 2], in
+/// double, with u the direction the workers are projected on (an
+/// ArraySumFunctor body).
+template <class Sums, class Direction>
 struct WorkerDots {
-  using value_type = double[];
-  using size_type = int;
-  int value_count;  // 2
-  Kept kept;
   Sums sums;
-  int k;
+  Direction u;
 
-  KOKKOS_FUNCTION void operator()(int j, double* acc) const {
-    const double s = double(sums(j));
-    acc[0] += double(kept(k, j)) * s;
-    acc[1] += s * s;
-  }
-  KOKKOS_FUNCTION void init(double* acc) const { acc[0] = acc[1] = 0; }
-  KOKKOS_FUNCTION void join(double* dst, const double* src) const {
-    dst[0] += src[0];
-    dst[1] += src[1];
+  KOKKOS_FUNCTION void operator()(std::int64_t j, double* acc) const {
+    const double s = double(sums(j)), v = double(u(j));
+    acc[0] += s * s;
+    acc[1] += s * v;
+    acc[2] += v * v;
   }
 };
 
-/// kept(k, j) = sums(j) for j < P, returning the sum of their squares: the
-/// copy and the worker's norm in one pass.
-template <class Kept, class Sums>
-struct KeepWorker {
-  Kept kept;
-  Sums sums;
-  int k;
-
-  KOKKOS_FUNCTION void operator()(int j, double& acc) const {
-    const auto s = sums(j);
-    kept(k, j) = s;
-    acc += double(s) * double(s);
-  }
-};
-
-/// WorkerStatistics that can also keep each of this rank's workers'
-/// summed gradients and turn them into outlier ratios after aggregation
-/// (StepResult::worker_ratios, StepResult::outliers).
+/// WorkerStatistics that can also score this rank's workers against the
+/// others' (StepResult::worker_ratios, StepResult::outliers) from three
+/// numbers per worker that travel in the step's message, after its own
+/// slots: slot(3w) = b_w, slot(3w + 1) = ||S_w||^2, slot(3w + 2) = S_w . u,
+/// then ||u||^2 (rank 0's) and a flag (a rank summed more workers than it
+/// has slots). u is the gradient of the step's previous evaluation, zero
+/// before the first.
 template <class Scalar, class MemorySpace>
 class WatchedWorkers : public WorkerStatistics<Scalar> {
   using Base = WorkerStatistics<Scalar>;
 
  public:
-  /// Watches `parts` workers per rank (0 stops) and allocates the copies
-  /// of their P sums and the collective's buffer.
-  template <class Aggregation>
-  void watch(int parts, double threshold, Aggregation& aggregation, int P) {
-    check_watch_workers(parts, aggregation.size(), threshold);
+  /// Watches `parts` workers on each of `ranks` ranks (0 stops).
+  void watch(int parts, double threshold, int ranks, int rank) {
+    check_watch_workers(parts, ranks, threshold);
     slots_ = parts;
     threshold_ = threshold;
-    if (parts == 0) return;
-    rank_ = aggregation.rank();
-    sizes_.assign(std::size_t(parts), 0.0);
-    norms_.assign(std::size_t(parts), 0.0);
-    workers_ = parts * aggregation.size();
-    kept_ = Kokkos::View<Scalar**, Kokkos::LayoutRight, MemorySpace>(
-        "gradsum::step::watched_workers", std::size_t(parts), std::size_t(P));
-    values_ = Kokkos::View<double*, Kokkos::HostSpace>("gradsum::step::worker_distances",
-                                                       std::size_t(3 * workers_ + 2));
-    aggregation.template allocate<double, MemorySpace>(values_.extent(0));
+    rank_ = rank;
+    workers_ = parts * ranks;
+    values_.assign(std::size_t(parts > 0 ? 3 * parts : 0), 0.0);
   }
   /// Workers per rank watched (0: not watching) and the threshold.
   int watched() const { return slots_; }
   double threshold() const { return threshold_; }
+  /// The slots the watch adds to the step's message (0 when not watching).
+  int message_slots() const { return slots_ > 0 ? 3 * workers_ + 2 : 0; }
 
   void clear() {
     Base::clear();
     local_ = 0;
+    u2_ = 0;
+    std::fill(values_.begin(), values_.end(), 0.0);
   }
-  /// Base::add, and a copy of the worker's P sums when watching.
-  template <class Space, class Sums>
-  void add(const Space& space, const Sums& sums, int P, std::int64_t b) {
+  /// Base::add and, watching, the worker's three numbers, in one pass over
+  /// its P sums and the direction `u` (P values).
+  template <class Space, class Sums, class Direction>
+  void add(const Space& space, const Sums& sums, int P, std::int64_t b, const Direction& u) {
     if (slots_ == 0 || local_ >= slots_ || b <= 0) {
       Base::add(space, sums, P, b);
-      if (slots_ > 0 && local_ < slots_) sizes_[std::size_t(local_)] = double(b);
-      if (slots_ > 0) ++local_;  // counted past the slots: score() refuses
+      if (slots_ > 0 && local_ < slots_) values_[3 * std::size_t(local_)] = double(b);
+      if (slots_ > 0) ++local_;  // counted past the slots: finish() refuses
       return;
     }
-    const std::size_t k = std::size_t(local_++);
-    sizes_[k] = double(b);
-    Kokkos::parallel_reduce("gradsum::step::watched_workers",
-                            Kokkos::RangePolicy<Space>(space, 0, P),
-                            KeepWorker<decltype(kept_), Sums>{kept_, sums, int(k)}, norms_[k]);
-    Base::add(space, sums, P, b, norms_[k]);
+    double dots[3] = {0, 0, 0};
+    Kokkos::parallel_reduce(
+        "gradsum::step::watched_workers", Kokkos::RangePolicy<Space>(space, 0, P),
+        ArraySumFunctor<double, WorkerDots<Sums, Direction>>{3, {sums, u}},
+        Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(dots, 3));
+    const std::size_t at = 3 * std::size_t(local_++);
+    values_[at] = double(b);
+    values_[at + 1] = dots[0];
+    values_[at + 2] = dots[1];
+    u2_ = dots[2];
+    Base::add(space, sums, P, b, dots[0]);
+  }
+  /// This rank's share of the watch's slots (message_slots() values):
+  /// its workers' numbers at their place, zero elsewhere, so that the
+  /// step's sum of the message gives every rank every worker's.
+  template <class Put>
+  void put(Put&& put_slot) const {
+    if (slots_ == 0) return;
+    for (int s = 0; s < message_slots(); ++s) put_slot(s, 0.0);
+    for (std::size_t v = 0; v < values_.size(); ++v)
+      put_slot(3 * rank_ * slots_ + int(v), values_[v]);
+    // Rank 0's ||u||^2 alone, so that every rank scores the same numbers.
+    if (rank_ == 0) put_slot(3 * workers_, u2_);
+    put_slot(3 * workers_ + 1, local_ > slots_ ? 1 : 0);
   }
 
-  /// Base::finish, then (watching) the outlier ratios from one collective
-  /// of 3 values per worker. Blocking; collective.
-  template <class Space, class Aggregation, class Sums, class Model, class Theta>
-  void finish(const Space& space, Aggregation& aggregation, const Sums& sums, const Model& model,
-              const Theta& theta, double l2, const Scalar* tail, StepResult& result) {
-    Base::finish(space, sums, model, theta, l2, tail, result);
-    if (slots_ > 0) score(space, aggregation, sums, model.num_parameters(), result);
-  }
-
- private:
-  template <class Space, class Aggregation, class Sums>
-  void score(const Space& space, Aggregation& aggregation, const Sums& sums, int P,
-             StepResult& result) {
+  /// Base::finish, then (watching) the outlier ratios from the aggregated
+  /// message `tail` (StepSlot order, the watch's slots after StepSlot::size).
+  template <class Space, class Sums, class Model, class Theta>
+  void finish(const Space& space, const Sums& sums, const Model& model, const Theta& theta,
+              double l2, double scale, const Scalar* tail, StepResult& result) const {
+    Base::finish(space, sums, model, theta, l2, scale, tail, result);
+    if (slots_ == 0) return;
+    const Scalar* slot = tail + StepSlot::size;
     const int W = workers_;
-    Kokkos::deep_copy(values_, 0.0);
-    double dots[2] = {0, 0};
-    bool summed = false;  // ||S||^2, which rank 0 sends
-    for (int k = 0; k < std::min(local_, slots_); ++k) {
-      if (!(sizes_[std::size_t(k)] > 0)) continue;
-      Kokkos::parallel_reduce("gradsum::step::worker_distances",
-                              Kokkos::RangePolicy<Space>(space, 0, P),
-                              WorkerDots<decltype(kept_), Sums>{2, kept_, sums, k},
-                              Kokkos::View<double*, Kokkos::HostSpace,
-                                           Kokkos::MemoryTraits<Kokkos::Unmanaged>>(dots, 2));
-      const std::size_t at = 3 * std::size_t(rank_ * slots_ + k);
-      values_(at) = sizes_[std::size_t(k)];
-      values_(at + 1) = norms_[std::size_t(k)];
-      values_(at + 2) = dots[0];
-      summed = true;
-    }
-    // Rank 0's ||S||^2 alone, so that every rank scores the same numbers.
-    if (rank_ == 0)
-      values_(3 * W) =
-          summed ? dots[1] : sum_of_squares(space, "gradsum::step::worker_distances", sums, P);
-    values_(3 * W + 1) = local_ > slots_ ? 1 : 0;
-    aggregation.aggregate(space, values_);
-    if (values_(3 * W + 1) > 0)
+    if (slot[3 * W + 1] > Scalar(0))
       fail("gradsum::Step::watch_workers: a rank summed more micro-batches (workers) than the ",
            slots_, " per rank being watched; call watch_workers with the number of "
            "micro-batches per update");
     std::vector<double> b(static_cast<std::size_t>(W), 0.0), n = b, c = b;
     for (int w = 0; w < W; ++w) {
-      b[std::size_t(w)] = values_(3 * std::size_t(w));
-      n[std::size_t(w)] = values_(3 * std::size_t(w) + 1);
-      c[std::size_t(w)] = values_(3 * std::size_t(w) + 2);
+      b[std::size_t(w)] = double(slot[3 * w]);
+      n[std::size_t(w)] = double(slot[3 * w + 1]);
+      c[std::size_t(w)] = double(slot[3 * w + 2]);
     }
-    result.worker_ratios = outlier_ratios(b, n, c, values_(3 * W));
+    result.worker_ratios = outlier_ratios(b, n, c, double(slot[3 * W]));
     for (int w = 0; w < W; ++w)
       if (result.worker_ratios[std::size_t(w)] > threshold_) result.outliers.push_back(w);
   }
 
+ private:
   int slots_ = 0, local_ = 0, rank_ = 0, workers_ = 0;
-  double threshold_ = 3;
-  std::vector<double> sizes_, norms_;  // this rank's workers' sample counts, ||S_w||^2
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, MemorySpace> kept_;
-  Kokkos::View<double*, Kokkos::HostSpace> values_;
+  double threshold_ = 3, u2_ = 0;
+  std::vector<double> values_;  // b_w, ||S_w||^2, S_w . u of this rank's workers
 };
 
 }  // namespace detail
