@@ -58,7 +58,7 @@ std::vector<std::vector<double>> worker_gradients(const Regression& r, int W,
   return g;
 }
 
-double median(std::vector<double> v) {
+double host_median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t h = v.size() / 2;
   return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
@@ -77,7 +77,7 @@ std::vector<double> expected_ratios(const std::vector<std::vector<double>>& g, i
   for (std::size_t j = 0; j < u.size(); ++j) unit[j] = norm > 0 ? u[j] / norm : 0.0;
   for (int w = 0; w < W; ++w)
     for (std::size_t j = 0; j < u.size(); ++j) p[std::size_t(w)] += g[std::size_t(w)][j] * unit[j];
-  const double m = median(p);
+  const double m = host_median(p);
   for (int w = 0; w < W; ++w) {
     double d2 = 0;
     for (std::size_t j = 0; j < u.size(); ++j) {
@@ -86,7 +86,7 @@ std::vector<double> expected_ratios(const std::vector<std::vector<double>>& g, i
     }
     z[std::size_t(w)] = std::sqrt(b * d2);
   }
-  const double typical = median(z);
+  const double typical = host_median(z);
   for (double& v : z) v /= typical;
   return z;
 }
