@@ -550,31 +550,36 @@ int train(const Context& context, const Model& model, const Loss& loss,
 }
 
 // Newton, steepest descent and L-BFGS: methods that evaluate J more than
-// once per step (line searches) or need its Hessian.
+// once per step (line searches) or need its Hessian. One Step type for the
+// three (LineSearchMethod picks at run time), as FirstOrder does for the
+// first-order methods.
 template <class Space, class Model, class Loss>
 int with_line_search(const Context& context, const Model& model, const Loss& loss,
                      const Aggregation& aggregation) {
   const Options& o = context.options;
-  const std::string& name = o.optimizer;
-  if (name == "newton") {
-    gradsum::Newton newton;
-    if (o.lr_given) newton.lr = o.lr;
-    return train<Space>(context, model, loss, newton, aggregation);
-  }
-  if (name == "steepest") {
-    gradsum::SteepestDescent sd;
-    if (o.lr_given) sd.initial_step = o.lr;
-    if (o.line_search == "exact") sd.line_search = gradsum::SteepestDescent::LineSearch::exact;
-    else if (!o.line_search.empty() && o.line_search != "armijo")
-      gradsum::fail("--line-search: steepest takes armijo or exact, got '", o.line_search, "'");
-    return train<Space>(context, model, loss, sd, aggregation);
-  }
-  gradsum::LBFGS lbfgs;
-  lbfgs.m = o.history;
-  if (o.line_search == "armijo") lbfgs.line_search = gradsum::LBFGS::LineSearch::armijo;
-  else if (!o.line_search.empty() && o.line_search != "wolfe")
-    gradsum::fail("--line-search: lbfgs takes wolfe or armijo, got '", o.line_search, "'");
-  return train<Space>(context, model, loss, lbfgs, aggregation);
+  auto method = [&]() -> gradsum::LineSearchMethod {
+    const std::string& name = o.optimizer;
+    if (name == "newton") {
+      gradsum::Newton newton;
+      if (o.lr_given) newton.lr = o.lr;
+      return newton;
+    }
+    if (name == "steepest") {
+      gradsum::SteepestDescent sd;
+      if (o.lr_given) sd.initial_step = o.lr;
+      if (o.line_search == "exact") sd.line_search = gradsum::SteepestDescent::LineSearch::exact;
+      else if (!o.line_search.empty() && o.line_search != "armijo")
+        gradsum::fail("--line-search: steepest takes armijo or exact, got '", o.line_search, "'");
+      return sd;
+    }
+    gradsum::LBFGS lbfgs;
+    lbfgs.m = o.history;
+    if (o.line_search == "armijo") lbfgs.line_search = gradsum::LBFGS::LineSearch::armijo;
+    else if (!o.line_search.empty() && o.line_search != "wolfe")
+      gradsum::fail("--line-search: lbfgs takes wolfe or armijo, got '", o.line_search, "'");
+    return lbfgs;
+  };
+  return train<Space>(context, model, loss, method(), aggregation);
 }
 
 // The optimizer the flags ask for; first-order methods follow --schedule.

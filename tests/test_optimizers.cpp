@@ -3,6 +3,7 @@
 // published update formulas written out here on the host, from the normal
 // equations, and from the agreement of independent methods.
 
+#include "file_helpers.hpp"
 #include "test_helpers.hpp"
 
 #include <zlib.h>
@@ -47,6 +48,29 @@ std::array<double, 2> run_library(const Optimizer& optimizer, int steps) {
   for (int k = 0; k < steps; ++k) step(theta, data);
   const auto h = to_host(theta);
   return {h[0], h[1]};
+}
+
+// Two updates by `plain`, a checkpoint, then one update by `plain` and
+// one by `held` resumed from the checkpoint: both parameters, on the host,
+// which must be equal when `held` checkpoints as `plain` does.
+template <class Space, class Plain, class Held>
+std::pair<std::vector<double>, std::vector<double>> third_update(const Plain& plain,
+                                                                 const Held& held) {
+  const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(
+      std::int64_t(xs.size()), 1, xs, ys);
+  auto straight = gradsum::make_step<double>(Space(), Linear(1), SquaredError{}, plain);
+  auto theta_straight = straight.make_parameters();
+  fill(theta_straight, {0.3, -0.2});
+  for (int k = 0; k < 2; ++k) straight(theta_straight, data);
+  const std::string path = temp_path("resumed.ckpt");
+  gradsum::save_checkpoint(path, straight, theta_straight, gradsum::TrainingPosition{2, 1, 0, 1});
+  straight(theta_straight, data);
+  auto resumed = gradsum::make_step<double>(Space(), Linear(1), SquaredError{}, held);
+  auto theta_resumed = resumed.make_parameters();
+  gradsum::load_checkpoint(path, resumed, theta_resumed);
+  resumed(theta_resumed, data);
+  std::remove(path.c_str());
+  return {to_host(theta_straight), to_host(theta_resumed)};
 }
 
 // Runs `steps` updates of the formula `rule(theta, g, k)` on the host.
@@ -214,24 +238,72 @@ TEST_CASE("FirstOrder validates with its own learning rate and resumes Adam's ch
   // Adam's bias correction depends on its update counter t: two updates by
   // Adam, a checkpoint, one update by FirstOrder holding an Adam must equal
   // three updates by Adam.
+  const gradsum::Adam adam{0.1, 0.9, 0.999, 1e-8};
+  const auto adam_resumed = third_update<Space>(adam, gradsum::FirstOrder(adam));
+  CHECK(adam_resumed.first == adam_resumed.second);
+}
+
+TEST_CASE_TEMPLATE_DEFINE("LineSearchMethod updates exactly as the method it holds", Space,
+                          line_search_runtime) {
+  // The tests below check each method against known optima;
+  // LineSearchMethod must give the same bits.
+  auto same = [](const auto& method) {
+    INFO(method.name());
+    const gradsum::LineSearchMethod held(method);
+    CHECK(std::string(held.name()) == method.name());
+    CHECK(held.state_size(7) == method.state_size(7));
+    CHECK(held.uses_hessian() == gradsum::detail::optimizer_uses_hessian(method));
+    CHECK(run_library<Space>(held, 3) == run_library<Space>(method, 3));
+  };
+  gradsum::Newton newton;
+  newton.lr = 0.5;
+  same(newton);
+  gradsum::SteepestDescent armijo, exact;
+  exact.line_search = gradsum::SteepestDescent::LineSearch::exact;
+  same(armijo);
+  same(exact);
+  gradsum::LBFGS wolfe, backtracking;
+  wolfe.m = 3;
+  backtracking.line_search = gradsum::LBFGS::LineSearch::armijo;
+  same(wolfe);
+  same(backtracking);
+}
+TEST_CASE_TEMPLATE_APPLY(line_search_runtime, Spaces);
+
+TEST_CASE("LineSearchMethod validates as its method, resumes L-BFGS's checkpoints and refuses "
+          "the Hessian a model lacks") {
+  using Space = std::tuple_element_t<0, Spaces>;
+  gradsum::LBFGS bad;
+  bad.m = 0;
+  CHECK_THROWS_WITH_AS(gradsum::LineSearchMethod(bad).validate(),
+                       "gradsum::LBFGS: history m must be >= 1, got 0", gradsum::Error);
+
+  // L-BFGS keeps its history's bookkeeping on the host: two updates by
+  // LBFGS, a checkpoint, one update by LineSearchMethod holding an LBFGS
+  // must equal three updates by LBFGS.
+  const gradsum::LBFGS lbfgs;
+  const auto lbfgs_resumed = third_update<Space>(lbfgs, gradsum::LineSearchMethod(lbfgs));
+  CHECK(lbfgs_resumed.first == lbfgs_resumed.second);
+
+  // Newton needs second derivatives, which an MLP has not: Newton itself
+  // does not compile there; held, it is refused when the step is built,
+  // and L-BFGS held the same way trains.
+  const gradsum::MLP net(1, {3}, 1, gradsum::Activation::tanh);
   const auto data = gradsum::Dataset<double, typename Space::memory_space>::from_host(
       std::int64_t(xs.size()), 1, xs, ys);
-  const gradsum::Adam adam{0.1, 0.9, 0.999, 1e-8};
-  auto straight = gradsum::make_step<double>(Space(), Linear(1), SquaredError{}, adam);
-  auto theta_straight = straight.make_parameters();
-  fill(theta_straight, {0.3, -0.2});
-  for (int k = 0; k < 2; ++k) straight(theta_straight, data);
-  const std::string path = "gradsum_test_first_order.ckpt";
-  gradsum::save_checkpoint(path, straight, theta_straight, gradsum::TrainingPosition{2, 1, 0, 1});
-  straight(theta_straight, data);
-
-  auto resumed = gradsum::make_step<double>(Space(), Linear(1), SquaredError{},
-                                            gradsum::FirstOrder(adam));
-  auto theta_resumed = resumed.make_parameters();
-  gradsum::load_checkpoint(path, resumed, theta_resumed);
-  resumed(theta_resumed, data);
-  std::remove(path.c_str());
-  CHECK(to_host(theta_resumed) == to_host(theta_straight));
+  CHECK_THROWS_WITH_AS(gradsum::make_step<double>(Space(), net, SquaredError{},
+                                                  gradsum::LineSearchMethod(gradsum::Newton{})),
+                       doctest::Contains("gradsum::Step: optimizer newton needs the Hessian, "
+                                         "which model mlp with loss squared_error does not "
+                                         "provide: the Model must provide `hessian("),
+                       gradsum::Error);
+  auto mlp = gradsum::make_step<double>(Space(), net, SquaredError{},
+                                        gradsum::LineSearchMethod(lbfgs));
+  auto theta = mlp.make_parameters();
+  gradsum::initialize(net, gradsum::Initializer::glorot_uniform().with_seed(5), theta);
+  const double before = mlp.evaluate(theta, data).loss;
+  for (int k = 0; k < 5; ++k) mlp(theta, data);
+  CHECK(mlp.evaluate(theta, data).loss < before);
 }
 
 TEST_CASE("learning-rate schedules match their closed forms") {

@@ -42,6 +42,7 @@
 #include <gradsum/optimizer/adamw.hpp>
 #include <gradsum/optimizer/clipped.hpp>
 #include <gradsum/optimizer/first_order.hpp>
+#include <gradsum/optimizer/line_search_method.hpp>
 #include <gradsum/optimizer/lbfgs.hpp>
 #include <gradsum/optimizer/momentum.hpp>
 #include <gradsum/optimizer/nesterov.hpp>
