@@ -6,6 +6,7 @@
 #include <gradsum/optimizer/newton.hpp>
 #include <gradsum/optimizer/steepest_descent.hpp>
 
+#include <type_traits>
 #include <variant>
 #include <vector>
 
