@@ -281,7 +281,7 @@ TEST_CASE("LineSearchMethod validates as its method, resumes L-BFGS's checkpoint
   // L-BFGS keeps its history's bookkeeping on the host: two updates by
   // LBFGS, a checkpoint, one update by LineSearchMethod holding an LBFGS
   // must equal three updates by LBFGS.
-  const gradsum::LBFGS lbfgs;
+  const gradsum::LBFGS lbfgs{};
   const auto lbfgs_resumed = third_update<Space>(lbfgs, gradsum::LineSearchMethod(lbfgs));
   CHECK(lbfgs_resumed.first == lbfgs_resumed.second);
 
