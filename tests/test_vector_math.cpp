@@ -281,6 +281,68 @@ TEST_CASE("losses: the block forms match the per-sample forms, edge logits inclu
 }
 
 namespace {
+// SoftmaxCrossEntropy's fused form (the layer-wise path's) against the
+// closed form in long double, l = log sum_c e^{z_c} - z_y and
+// dl/dz = softmax(z) - onehot(y), for k logits drawn at `scale`: within
+// 4 k eps of it, as the libm form is; non-finite logits give a non-finite
+// loss in both forms.
+template <class Scalar>
+void check_fused_softmax(int k, double scale, std::mt19937& rng) {
+  const gradsum::SoftmaxCrossEntropy loss;
+  const Scalar eps = std::numeric_limits<Scalar>::epsilon();
+  std::normal_distribution<double> normal(0.0, scale);
+  const auto n = std::size_t(k);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<Scalar> z(n), fused(n), plain(n);
+    for (auto& v : z) v = Scalar(normal(rng));
+    const Scalar y = Scalar(trial % k);
+    long double m = z[0];
+    for (int c = 1; c < k; ++c) m = std::max<long double>(m, z[std::size_t(c)]);
+    long double s = 0;
+    for (int c = 0; c < k; ++c) s += std::exp((long double)z[std::size_t(c)] - m);
+    const long double value = m + std::log(s) - z[std::size_t(y)];
+    const Scalar got = gradsum::detail::value_and_derivative<true>(loss, z.data(), k, y,
+                                                                   fused.data());
+    const Scalar libm = gradsum::detail::value_and_derivative(loss, z.data(), k, y, plain.data());
+    INFO(type_name<Scalar>() << ", k = " << k << ", scale " << scale << ", trial " << trial);
+    const long double tolerance = 4.0L * k * eps;
+    CHECK(std::fabs(got - value) <= tolerance * (std::fabs(value) + std::fabs(m) + 1));
+    CHECK(std::fabs(libm - value) <= tolerance * (std::fabs(value) + std::fabs(m) + 1));
+    for (int c = 0; c < k; ++c) {
+      const auto j = std::size_t(c);
+      const long double exact = std::exp((long double)z[j] - m) / s - (c == int(y) ? 1 : 0);
+      CHECK(std::fabs(fused[j] - exact) <= tolerance);
+      CHECK(std::fabs(plain[j] - exact) <= tolerance);
+    }
+  }
+  using limits = std::numeric_limits<Scalar>;
+  for (const Scalar bad : {limits::quiet_NaN(), limits::infinity(), -limits::infinity()}) {
+    std::vector<Scalar> z(n, Scalar(0.5)), dz(n);
+    z[std::size_t(k - 1)] = bad;
+    const Scalar y = Scalar(k - 1);
+    const Scalar got = gradsum::detail::value_and_derivative<true>(loss, z.data(), k, y, dz.data());
+    const Scalar libm = gradsum::detail::value_and_derivative(loss, z.data(), k, y, dz.data());
+    INFO(type_name<Scalar>() << ", k = " << k << ", logit " << double(bad));
+    CHECK_FALSE(std::isfinite(got));
+    CHECK_FALSE(std::isfinite(libm));
+  }
+}
+}  // namespace
+
+TEST_CASE("SoftmaxCrossEntropy: the fused form matches the closed form, as the libm form does") {
+  std::mt19937 rng(29);
+  for (const int k : {2, 3, 10, 17, 40})
+    for (const double scale : {0.1, 3.0, 40.0}) {
+      check_fused_softmax<float>(k, scale, rng);
+      check_fused_softmax<double>(k, scale, rng);
+    }
+  // A loss without a fused form takes its combined member.
+  CHECK_FALSE(gradsum::detail::has_fused_value_and_derivative<BinaryCrossEntropy, float>::value);
+  CHECK(gradsum::detail::has_fused_value_and_derivative<gradsum::SoftmaxCrossEntropy,
+                                                        float>::value);
+}
+
+namespace {
 // A model that changes Linear's backward; it inherits block_gradient.
 struct DoubledBackward : Linear {
   using Linear::Linear;

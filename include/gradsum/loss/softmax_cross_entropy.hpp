@@ -3,6 +3,7 @@
 
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/limits.hpp>
+#include <gradsum/loss/detail/vector_math.hpp>
 
 namespace gradsum {
 
@@ -70,6 +71,33 @@ struct SoftmaxCrossEntropy {
       dz[c] = math::exp(z[c] - m);
       s += dz[c];
     }
+    return loss_and_residual(z, num_outputs, y, m, s, dz);
+  }
+
+  /// value_and_derivative() with gradsum's branch-free exponential
+  /// (loss/detail/vector_math.hpp, within 1.2 ulp of libm's), its
+  /// multiply-adds fused where the target has FMA, so that the loop over
+  /// the logits vectorizes on host spaces: for the layer-wise path, which
+  /// serves the Sum reduction and promises no bits across builds. The sum
+  /// of the exponentials is taken in the same order as value_and_derivative().
+  template <class Scalar>
+  KOKKOS_FUNCTION static Scalar fused_value_and_derivative(const Scalar* z, int num_outputs,
+                                                           Scalar y, Scalar* dz) {
+    namespace vm = detail::vector_math;
+    const Scalar m = max_logit(z, num_outputs);
+    // Three loops: without -ffast-math a running sum in the first would
+    // keep it from being vectorized.
+    for (int c = 0; c < num_outputs; ++c) dz[c] = vm::exp<true>(z[c] - m);
+    Scalar s = 0;
+    for (int c = 0; c < num_outputs; ++c) s += dz[c];
+    return loss_and_residual(z, num_outputs, y, m, s, dz);
+  }
+
+  /// The end of both forms, once dz holds e^{z_c - m} and s their sum:
+  /// dz becomes softmax(z) - onehot(y); returns m + log s - z_y.
+  template <class Scalar>
+  KOKKOS_FUNCTION static Scalar loss_and_residual(const Scalar* z, int num_outputs, Scalar y,
+                                                  Scalar m, Scalar s, Scalar* dz) {
     const int label = static_cast<int>(y);
     const Scalar value = m + math::log(s) - z[label];
     const Scalar inv = Scalar(1) / s;

@@ -257,19 +257,22 @@ void scale_by_slope(const Space& space, const Delta& delta, const A& a, Activati
 }
 
 /// Each row's loss derivative dz = dl/dz(z(r), y(rows(first + r))) into
-/// delta, and the sum of their losses into `loss` (a scalar View).
-/// Asynchronous.
+/// delta, and the sum of their losses into `loss` (a scalar View). On host
+/// spaces the loss's fused form where it has one (a loop over the outputs
+/// that vectorizes). Asynchronous.
 template <class Space, class Loss, class Z, class Y, class Rows, class Delta, class Total>
 void loss_rows(const Space& space, const Loss& loss, const Z& z, const Y& y, const Rows& rows,
                std::int64_t first, const Delta& delta, const Total& total) {
   using Scalar = typename Delta::non_const_value_type;
+  constexpr bool fused =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Space::memory_space>::accessible;
   const int k = int(z.extent(1));
   Kokkos::parallel_reduce(
       "gradsum::gradient::layerwise::loss",
       Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0,
                                                                  std::int64_t(z.extent(0))),
       KOKKOS_LAMBDA(std::int64_t r, Scalar & sum) {
-        sum += value_and_derivative(loss, &z(r, 0), k, y(rows(first + r)), &delta(r, 0));
+        sum += value_and_derivative<fused>(loss, &z(r, 0), k, y(rows(first + r)), &delta(r, 0));
       },
       total);
 }

@@ -18,6 +18,17 @@ struct has_value_and_derivative<L, S, std::void_t<decltype(std::declval<const L&
                                           std::declval<const S*>(), 1, std::declval<S>(),
                                           std::declval<S*>()))>> : std::true_type {};
 
+/// Whether a loss offers fused_value_and_derivative(z, k, y, dz): the same
+/// as value_and_derivative() within a few ulps, in a form that vectorizes
+/// on host spaces (SoftmaxCrossEntropy).
+template <class L, class S, class = void>
+struct has_fused_value_and_derivative : std::false_type {};
+template <class L, class S>
+struct has_fused_value_and_derivative<
+    L, S, std::void_t<decltype(std::declval<const L&>().fused_value_and_derivative(
+              std::declval<const S*>(), 1, std::declval<S>(), std::declval<S*>()))>>
+    : std::true_type {};
+
 /// Whether a one-output loss offers the block form
 /// L::block_values_and_derivatives<B>(z, y, value, dz) over B samples at
 /// once.
@@ -59,12 +70,16 @@ KOKKOS_INLINE_FUNCTION Scalar block_value_and_derivative(const Loss& loss, const
   return total;
 }
 
-/// l(z, y), with dl/dz written into dz[0 … k): the loss's fused member when
-/// it has one, else value() then derivative().
-template <class Loss, class Scalar>
+/// l(z, y), with dl/dz written into dz[0 … k): the loss's combined member
+/// when it has one, else value() then derivative(). Fused (the layer-wise
+/// path on host spaces): the loss's fused_value_and_derivative() where it
+/// has one.
+template <bool Fused = false, class Loss, class Scalar>
 KOKKOS_INLINE_FUNCTION Scalar value_and_derivative(const Loss& loss, const Scalar* z, int k,
                                                    Scalar y, Scalar* dz) {
-  if constexpr (has_value_and_derivative<Loss, Scalar>::value) {
+  if constexpr (Fused && has_fused_value_and_derivative<Loss, Scalar>::value) {
+    return loss.fused_value_and_derivative(z, k, y, dz);
+  } else if constexpr (has_value_and_derivative<Loss, Scalar>::value) {
     return loss.value_and_derivative(z, k, y, dz);
   } else {
     const Scalar value = loss.value(z, k, y);
