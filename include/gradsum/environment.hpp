@@ -11,6 +11,7 @@
 #if GRADSUM_ENABLE_MPI
 #include <gradsum/mpi/environment.hpp>
 #else
+#include <gradsum/core/error.hpp>
 #include <gradsum/core/host_threads.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 
@@ -36,6 +37,21 @@ class Environment {
   }
   Environment(const Environment&) = delete;
   Environment& operator=(const Environment&) = delete;
+
+  /// Runs a program's `body` (returning its exit status) under gradsum's
+  /// rule for errors, so that no rank is left waiting: a gradsum::AgreedError
+  /// (thrown alike on every rank, e.g. ranks that built different steps)
+  /// returns 1 on every rank, rank 0 printing "PROGRAM: error: MESSAGE" on
+  /// standard error. Any other exception (a gradsum::Error raised on one
+  /// rank, std::bad_alloc …) may be this rank's alone while the others wait
+  /// in a collective: the rank prints "PROGRAM: error on rank R of N:
+  /// MESSAGE (ending every rank)" and, with more than one rank, ends the
+  /// job with MPI_Abort (status 1); with one rank (always, without MPI) it
+  /// returns 1.
+  template <class Body>
+  int run(const char* program, Body&& body) const {
+    return detail::run_program(program, 0, 1, body, [] {});
+  }
 
   /// Rank of this process: 0 without MPI.
   int rank() const { return 0; }

@@ -38,7 +38,7 @@ struct Local {
   /// Checks that every process built the same step: with one process only
   /// the local error, if any, is thrown.
   static void agree(const Signature& /*signature*/, const std::string& local_error) {
-    if (!local_error.empty()) throw Error(local_error);
+    if (!local_error.empty()) throw AgreedError(local_error);
   }
 
   /// The error of the lowest failing process: here, the local one.

@@ -232,7 +232,7 @@ TrainingPosition load_checkpoint(const std::string& path, StepType& step, const 
     error = e.what();
   }
   error = step.aggregation().first_error(error);
-  if (!error.empty()) throw Error(error);
+  if (!error.empty()) throw AgreedError(error);
   if (std::int64_t(theta.extent(0)) != c.num_parameters)
     detail::fail("gradsum::load_checkpoint: theta has ", theta.extent(0), " entries, the "
                  "checkpoint '", path, "' ", c.num_parameters);

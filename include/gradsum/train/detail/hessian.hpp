@@ -91,7 +91,7 @@ class HessianSums {
     aggregate_leading(aggregation, space, sums_, std::int64_t(PP), std::int64_t(PP + count));
     Kokkos::deep_copy(space, host_, sums_);
     space.fence();
-    if (host_(PP + failed) > Scalar(0)) throw Error(aggregation.first_error(local_error));
+    if (host_(PP + failed) > Scalar(0)) throw AgreedError(aggregation.first_error(local_error));
     const double n = double(host_(PP + count));
     if (!(n > 0)) fail("gradsum::Step::hessian: the batch holds no samples on any worker");
     const double scale = objective.mean ? 1.0 / n : 1.0;
