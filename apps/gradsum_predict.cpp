@@ -82,6 +82,22 @@ bool split_targets(gradsum::Table& table, std::size_t d, const std::string& para
   return false;
 }
 
+// A classifier's targets must be its classes 0 … C-1: any other value would
+// be scored as a wrong prediction, a silent error in the accuracy.
+void check_targets(const gradsum::Table& table, const gradsum::CheckpointData& c,
+                   const std::string& params) {
+  const std::int64_t classes = c.loss == "softmax_cross_entropy"  ? c.num_outputs
+                               : c.loss == "binary_cross_entropy" ? 2
+                                                                  : 0;
+  for (std::size_t i = 0; classes > 0 && i < table.num_rows; ++i) {
+    const double y = table.targets[i];
+    if (!(y >= 0 && y < double(classes) && y == std::floor(y)))
+      gradsum::fail(table.source, ": data row ", i + 1, " (header not counted): target ", y,
+                    " is no class of the model in '", params, "', whose classes are 0 … ",
+                    classes - 1);
+  }
+}
+
 // The sizes in a checkpoint come from a file: check them against the model
 // it names before indexing anything with them (a forged or damaged file
 // passes the checksum if it was written that way).
@@ -233,6 +249,7 @@ int main(int argc, char** argv) {
   gradsum::choose_host_threads(argc, argv);
   Options o;
   try {
+    gradsum::check_thread_flags(argc, argv);
     o = parse(argc, argv);
   } catch (const gradsum::Error& e) {
     std::fprintf(stderr, "gradsum-predict: error: %s\n", e.what());
@@ -249,6 +266,7 @@ int main(int argc, char** argv) {
     gradsum::Table table = gradsum::read_csv(o.data, csv);
     number_as_model(table, c.class_names, o.params);
     const bool targets = split_targets(table, std::size_t(c.num_features), o.params);
+    if (targets) check_targets(table, c, o.params);
     if (!c.scaler.mean.empty()) c.scaler.transform(table);
     const int d = int(c.num_features), k = int(c.num_outputs);
     gradsum::OutputFile out(o.output, "--output");

@@ -119,6 +119,24 @@ struct Inputs {
   std::vector<std::int64_t> file_rows;   // --suspects: each training row's 1-based data row
 };
 
+// What every rank must share before its first collective: the flags, and
+// the data as read, split and scaled (a file that differs between nodes, a
+// split or a scaling on one rank only would train a wrong model silently).
+gradsum::Signature run_signature(const Options& o, const Inputs& in) {
+  gradsum::Signature s = gradsum_train::agreed_flags(o);
+  for (const auto& [name, table] :
+       {std::pair<std::string, const gradsum::Table*>{"training rows", &in.train},
+        {"validation rows", &in.validation},
+        {"test rows", &in.test}}) {
+    s.add(name, std::int64_t(table->num_rows));
+    s.add_hash(name + " (features)", table->features.data(), table->features.size());
+    s.add_hash(name + " (targets)", table->targets.data(), table->targets.size());
+  }
+  s.add_hash("feature scaling (means)", in.scaler.mean.data(), in.scaler.mean.size());
+  s.add_hash("feature scaling (scales)", in.scaler.scale.data(), in.scaler.scale.size());
+  return s;
+}
+
 // What every stage of a run reads, handed down instead of kept in globals.
 struct Context {
   Options options;
@@ -348,14 +366,14 @@ int train(const Context& context, const Model& model, const Loss& loss,
                                          gradsum::RuntimeReduction::parse(o.reduce), aggregation);
   if (o.noise_parts > 0) {
     if (ranks * o.noise_parts < 2)
-      gradsum::fail("--noise-scale 1 on one rank measures a single worker; the noise "
+      gradsum::fail_agreed("--noise-scale 1 on one rank measures a single worker; the noise "
                     "scale compares at least two (use --noise-scale 2 or more)");
     step.measure_workers(o.noise_parts);
   }
   if (o.watch_workers) {
     const int parts = watched_parts(o, ranks);
     if (std::int64_t(parts) * ranks < 3)
-      gradsum::fail("--watch-workers: compares 3 workers or more, this run has ", parts * ranks,
+      gradsum::fail_agreed("--watch-workers: compares 3 workers or more, this run has ", parts * ranks,
                     " (", ranks, ranks == 1 ? " rank" : " ranks", " x ", parts,
                     "); run on 3 ranks or more, or on one rank with --workers 3 or more");
     step.watch_workers(parts);
@@ -420,14 +438,18 @@ int train(const Context& context, const Model& model, const Loss& loss,
   if (!o.resume.empty()) {
     gradsum::CheckpointData saved;
     fit_options.start = gradsum::load_checkpoint(o.resume, step, theta, &saved);
+    fit_options.start_file = o.resume;
     fit_options.loop = std::move(saved.loop);  // early stopping, best parameters, stopping rules
-    if (fit_options.start.seed != o.seed)
-      gradsum::fail("--resume: '", o.resume, "' was written with --seed ",
-                    fit_options.start.seed, ", this run has --seed ", o.seed);
-    if (saved.class_names != inputs.class_names)
-      gradsum::fail("--resume: '", o.resume, "' was written for ", saved.class_names.size(),
-                    " class names, this run's data has ", inputs.class_names.size(),
-                    " other ones (the classes would be numbered differently)");
+    // Each rank read its own copy of the checkpoint.
+    gradsum::on_every_rank(step.aggregation(), [&] {
+      if (fit_options.start.seed != o.seed)
+        gradsum::fail("--resume: '", o.resume, "' was written with --seed ",
+                      fit_options.start.seed, ", this run has --seed ", o.seed);
+      if (saved.class_names != inputs.class_names)
+        gradsum::fail("--resume: '", o.resume, "' was written for ", saved.class_names.size(),
+                      " class names, this run's data has ", inputs.class_names.size(),
+                      " other ones (the classes would be numbered differently)");
+    });
     say("resumed from '%s' after epoch %lld, step %lld\n", o.resume.c_str(),
         static_cast<long long>(fit_options.start.epoch),
         static_cast<long long>(fit_options.start.step));
@@ -569,14 +591,14 @@ int with_line_search(const Context& context, const Model& model, const Loss& los
       if (o.lr_given) sd.initial_step = o.lr;
       if (o.line_search == "exact") sd.line_search = gradsum::SteepestDescent::LineSearch::exact;
       else if (!o.line_search.empty() && o.line_search != "armijo")
-        gradsum::fail("--line-search: steepest takes armijo or exact, got '", o.line_search, "'");
+        gradsum::fail_agreed("--line-search: steepest takes armijo or exact, got '", o.line_search, "'");
       return sd;
     }
     gradsum::LBFGS lbfgs;
     lbfgs.m = o.history;
     if (o.line_search == "armijo") lbfgs.line_search = gradsum::LBFGS::LineSearch::armijo;
     else if (!o.line_search.empty() && o.line_search != "wolfe")
-      gradsum::fail("--line-search: lbfgs takes wolfe or armijo, got '", o.line_search, "'");
+      gradsum::fail_agreed("--line-search: lbfgs takes wolfe or armijo, got '", o.line_search, "'");
     return lbfgs;
   };
   return train<Space>(context, model, loss, method(), aggregation);
@@ -624,7 +646,7 @@ int with_optimizer(const Context& context, const Model& model, const Loss& loss,
   }
   if constexpr (std::is_same<Model, gradsum::MLP>::value) {
     // parse() accepts only first-order optimizers for an MLP.
-    gradsum::fail("--optimizer: ", name, " does not train --model mlp");
+    gradsum::fail_agreed("--optimizer: ", name, " does not train --model mlp");
   } else {
     return with_line_search<Space>(context, model, loss, aggregation);
   }
@@ -637,10 +659,10 @@ int count_classes(const gradsum::Table& table, const std::vector<std::string>& n
   double classes = double(names.size());
   for (double y : table.targets) classes = y + 1 > classes ? y + 1 : classes;
   if (!names.empty() && !(classes >= 2 && classes <= gradsum::max_outputs))
-    gradsum::fail(table.source, ": softmax needs 2 to ", gradsum::max_outputs,
+    gradsum::fail_agreed(table.source, ": softmax needs 2 to ", gradsum::max_outputs,
                   " classes; the target column names ", names.size());
   if (!(classes >= 2 && classes <= gradsum::max_outputs))
-    gradsum::fail(table.source, ": softmax needs integer class labels 0 … C-1 with ",
+    gradsum::fail_agreed(table.source, ": softmax needs integer class labels 0 … C-1 with ",
                   "2 <= C <= ", gradsum::max_outputs, "; the largest label is ",
                   classes - 1);
   return int(classes);
@@ -699,6 +721,45 @@ void report_duplicates(const Context& context, gradsum::Table& whole) {
   std::fflush(stdout);
 }
 
+// Reads --data, splits off the test and validation rows (seeded, the same
+// on every rank) and scales the features; returns the file's rows before
+// any split when --duplicates asks for them.
+gradsum::Table read_inputs(const Options& options, Inputs& inputs) {
+  gradsum::Table whole;
+  gradsum::CsvOptions csv;
+  csv.target_column = options.target_column;
+  csv.class_names = true;
+  inputs.train = gradsum::read_csv(options.data, csv);
+  inputs.class_names = inputs.train.class_names;
+  if (options.suspects > 0) inputs.file_rows = training_file_rows(inputs.train.num_rows, options);
+  check_class_names(options, inputs.class_names);
+  if (options.duplicates) whole = inputs.train;  // --duplicates: the file's own rows
+  // Seeded splits, the same on every rank: the test rows first, then the
+  // validation rows out of what is left.
+  if (options.test_fraction > 0) {
+    auto [train, test] = gradsum::train_test_split(inputs.train, options.test_fraction,
+                                                   options.seed);
+    inputs.train = std::move(train);
+    inputs.test = std::move(test);
+  }
+  if (options.validation > 0)
+    std::tie(inputs.train, inputs.validation) =
+        gradsum::train_test_split(inputs.train, options.validation, options.seed + 1);
+  // A resumed run scales with the checkpoint's scaler, so the model sees
+  // the data it was trained on; held-out rows are scaled by the training
+  // rows' statistics.
+  gradsum::StandardScaler& scaler = inputs.scaler;
+  if (!options.resume.empty()) scaler = gradsum::read_checkpoint(options.resume).scaler;
+  if (options.standardize && scaler.mean.empty())
+    scaler = gradsum::StandardScaler::fit(inputs.train);
+  if (!scaler.mean.empty()) {
+    scaler.transform(inputs.train);
+    if (inputs.test.num_rows > 0) scaler.transform(inputs.test);
+    if (inputs.validation.num_rows > 0) scaler.transform(inputs.validation);
+  }
+  return whole;
+}
+
 template <class Space>
 int run_on(const Context& context, const Aggregation& aggregation) {
   const Options& o = context.options;
@@ -714,7 +775,7 @@ int run_on(const Context& context, const Aggregation& aggregation) {
       if (o.mlp_path == "matrix") model.batched = false;
     if constexpr (std::is_same<decltype(model), gradsum::MLP>::value)
       if (!model.within_per_sample_limits() && (o.mlp_path == "per-sample" || o.reduce != "sum"))
-        gradsum::fail("--mlp-path ", o.mlp_path, " with --reduce ", o.reduce, ": ",
+        gradsum::fail_agreed("--mlp-path ", o.mlp_path, " with --reduce ", o.reduce, ": ",
                       model.per_sample_limits(),
                       "; --mlp-path matrix with --reduce sum has no such limits");
     return model;
@@ -751,7 +812,7 @@ int dispatch(const Context& context, const Aggregation& aggregation, std::tuple<
                                                           : 0),
    ...);
   if (status < 0)
-    gradsum::fail("--space: '", wanted, "' is not enabled in this build; choose one of ",
+    gradsum::fail_agreed("--space: '", wanted, "' is not enabled in this build; choose one of ",
                   gradsum::enabled_space_names());
   return status;
 }
@@ -775,14 +836,13 @@ int main(int argc, char* argv[]) {
     return 0;
   }
   // Values only the library can judge are still command-line errors.
-  for (auto check : {+[](const Options& o) { gradsum::parse_activation(o.activation); },
-                     +[](const Options& o) { gradsum::Initializer::parse(o.init); }}) {
-    try {
-      check(options);
-    } catch (const gradsum::Error& e) {
-      std::fprintf(stderr, "gradsum-train: error: %s\n", e.what());
-      return 2;
-    }
+  try {
+    gradsum::parse_activation(options.activation);
+    gradsum::Initializer::parse(options.init);
+    gradsum::check_thread_flags(argc, argv);
+  } catch (const gradsum::Error& e) {
+    std::fprintf(stderr, "gradsum-train: error: %s\n", e.what());
+    return 2;
   }
   // A file-size limit (ulimit -f) then fails a write with EFBIG, which the
   // writer reports, instead of killing the program mid-file.
@@ -791,60 +851,26 @@ int main(int argc, char* argv[]) {
   gradsum::Environment environment(argc, argv, gradsum::HostThreads::per_rank);
   context.say.on = environment.rank() == 0;
   context.threads = environment.thread_choice();
-  try {
+  // An error on one rank alone ends every rank (see Environment::run).
+  return environment.run("gradsum-train", [&] {
     Aggregation aggregation = make_aggregation(robust_rule(options));
-    // Reading can fail on one rank only (a file missing on one node):
-    // every rank learns of it before the first collective of training.
-    Inputs& inputs = context.inputs;
     gradsum::Table whole;  // --duplicates: the rows before any split
+    // Reading can fail on one rank only (a file missing on one node): every
+    // rank learns of it in the first collective, which also compares the
+    // ranks' flags and data.
     std::string error;
     try {
-      gradsum::CsvOptions csv;
-      csv.target_column = options.target_column;
-      csv.class_names = true;
-      inputs.train = gradsum::read_csv(options.data, csv);
-      inputs.class_names = inputs.train.class_names;
-      if (options.suspects > 0) inputs.file_rows = training_file_rows(inputs.train.num_rows, options);
-      check_class_names(options, inputs.class_names);
-      if (options.duplicates) whole = inputs.train;  // --duplicates: the file's own rows
-      // Seeded splits, the same on every rank: the test rows first, then the
-      // validation rows out of what is left.
-      if (options.test_fraction > 0) {
-        auto [train, test] = gradsum::train_test_split(inputs.train, options.test_fraction,
-                                                       options.seed);
-        inputs.train = std::move(train);
-        inputs.test = std::move(test);
-      }
-      if (options.validation > 0)
-        std::tie(inputs.train, inputs.validation) =
-            gradsum::train_test_split(inputs.train, options.validation, options.seed + 1);
-      // A resumed run scales with the checkpoint's scaler, so the model sees
-      // the data it was trained on; held-out rows are scaled by the training
-      // rows' statistics.
-      gradsum::StandardScaler& scaler = inputs.scaler;
-      if (!options.resume.empty()) scaler = gradsum::read_checkpoint(options.resume).scaler;
-      if (options.standardize && scaler.mean.empty())
-        scaler = gradsum::StandardScaler::fit(inputs.train);
-      if (!scaler.mean.empty()) {
-        scaler.transform(inputs.train);
-        if (inputs.test.num_rows > 0) scaler.transform(inputs.test);
-        if (inputs.validation.num_rows > 0) scaler.transform(inputs.validation);
-      }
-    } catch (const gradsum::Error& e) {
-      error = e.what();
+      whole = read_inputs(options, context.inputs);
+    } catch (const std::exception& e) {
+      error = gradsum::describe_exception(e);
     }
-    error = aggregation.first_error(error);
-    if (error.empty())
-      error = aggregation.first_error(class_names_disagree(inputs.class_names, options.data));
-    if (!error.empty()) throw gradsum::Error(error);
+    aggregation.agree(run_signature(options, context.inputs), error);
+    error = aggregation.first_error(class_names_disagree(context.inputs.class_names, options.data));
+    if (!error.empty()) throw gradsum::AgreedError(error);
     if (options.duplicates) {
       report_duplicates(context, whole);
       whole = gradsum::Table{};
     }
     return dispatch(context, aggregation, static_cast<gradsum::ExecutionSpaces*>(nullptr));
-  } catch (const std::exception& e) {
-    // Errors from the step reach every rank alike; rank 0 reports them.
-    if (context.say.on) std::fprintf(stderr, "gradsum-train: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -5,6 +5,7 @@
 // parser can be tested (and fuzzed) on its own.
 
 #include <gradsum/core/error.hpp>
+#include <gradsum/core/signature.hpp>
 #include <gradsum/optimizer/schedule.hpp>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gradsum_train {
@@ -198,8 +200,11 @@ inline double parse_double(const std::string& flag, const std::string& text) {
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+  // ERANGE also marks a subnormal result, which is finite and kept.
+  if (text.empty() || *end != '\0' || !std::isfinite(v))
     gradsum::fail(flag, ": expected a finite number, got '", text, "'");
+  if (errno == ERANGE && v == 0)
+    gradsum::fail(flag, ": '", text, "' is too close to 0 to be represented (it would be 0)");
   return v;
 }
 
@@ -497,6 +502,58 @@ inline Options parse(const std::vector<std::string>& args) {
     gradsum::fail("--checkpoint-every: needs --checkpoint FILE");
   detail::check_suspects(o);
   return o;
+}
+
+/// The flags every rank must share, one signature field each, so that ranks
+/// started with different ones are refused by name before they train (the
+/// paths of inputs and outputs may differ between ranks; whether an output
+/// is written may not, as writing it is collective).
+inline gradsum::Signature agreed_flags(const Options& o) {
+  gradsum::Signature s;
+  s.subject = "were started with different flags or data";
+  s.advice = "start every rank with the same flags and the same data";
+  std::string widths;
+  for (int h : o.hidden) widths += std::to_string(h) + ',';
+  for (const auto& [flag, text] :
+       {std::pair<const char*, std::string>{"--model", o.model + ':' + widths},
+        {"--loss", o.loss}, {"--activation", o.activation}, {"--mlp-path", o.mlp_path},
+        {"--init", o.init}, {"--optimizer", o.optimizer}, {"--schedule", o.schedule},
+        {"--line-search", o.line_search}, {"--reduce", o.reduce}, {"--aggregate", o.aggregate},
+        {"--space", o.space}})
+    s.add_hash(flag, text);
+  for (const auto& [flag, value] :
+       {std::pair<const char*, double>{"--clip-norm", o.clip_norm},
+        {"--test-fraction", o.test_fraction}, {"--lr", o.lr_given ? o.lr : -1},
+        {"--momentum", o.momentum}, {"--beta1", o.beta1}, {"--beta2", o.beta2}, {"--eps", o.eps},
+        {"--weight-decay", o.weight_decay}, {"--grad-tol", o.grad_tol}, {"--loss-tol", o.loss_tol},
+        {"--aggregate clip", o.clip_c}, {"--l2", o.l2}, {"--validation", o.validation}})
+    s.add_bits(flag, value);
+  for (const auto& [flag, value] : {std::pair<const char*, std::int64_t>{"--warmup", o.warmup},
+                                    {"--history", o.history},
+                                    {"--max-steps", o.max_steps},
+                                    {"--on-nonfinite skip", o.skip_nonfinite},
+                                    {"--aggregate trimmed", o.trimmed_k},
+                                    {"--workers", o.workers},
+                                    {"--epochs", o.epochs},
+                                    {"--batch", o.batch},
+                                    {"--seed", std::int64_t(o.seed)},
+                                    {"--standardize", o.standardize},
+                                    {"--target-column", o.target_column},
+                                    {"--diagnostics", o.diagnostics},
+                                    {"--save-params given", !o.save_params.empty()},
+                                    {"--checkpoint given", !o.checkpoint.empty()},
+                                    {"--checkpoint-every", o.checkpoint_every},
+                                    {"--resume given", !o.resume.empty()},
+                                    {"--early-stop", o.early_stop},
+                                    {"--accumulate", o.accumulate},
+                                    {"--noise-scale", o.noise_parts},
+                                    {"--watch-workers", o.watch_workers},
+                                    {"--print-gradient", o.print_gradient},
+                                    {"--duplicates", o.duplicates},
+                                    {"--suspects", o.suspects},
+                                    {"--suspects-out given", !o.suspects_out.empty()}})
+    s.add(flag, value);
+  return s;
 }
 
 }  // namespace gradsum_train

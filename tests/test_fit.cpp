@@ -201,6 +201,60 @@ TEST_CASE_TEMPLATE_DEFINE("fit resumed from a checkpoint lands on the uninterrup
 }
 TEST_CASE_TEMPLATE_APPLY(fit_resume, Spaces);
 
+TEST_CASE("a mid-epoch checkpoint resumes with its own batch size; one at an epoch's end with any") {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  const auto data = DataOn<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
+  const std::string path = temp_path("batch.ckpt");
+  gradsum::FitOptions options;
+  options.batch = 50;  // 6 mini-batches an epoch
+  options.seed = 4;
+  options.epochs = 2;
+  options.stopping.max_steps = 4;  // stops after mini-batch 4 of epoch 1
+  auto resume = [&](std::int64_t batch, std::int64_t max_steps) {
+    auto step = make<Space>(gradsum::Adam{0.02});
+    auto theta = step.make_parameters();
+    gradsum::CheckpointData saved;
+    gradsum::FitOptions again = options;
+    again.start = gradsum::load_checkpoint(path, step, theta, &saved);
+    again.loop = saved.loop;
+    again.start_file = path;
+    again.batch = batch;
+    again.stopping.max_steps = max_steps;
+    return gradsum::fit(step, theta, data, again);
+  };
+  {
+    auto step = make<Space>(gradsum::Adam{0.02});
+    auto theta = step.make_parameters();
+    gradsum::Checkpointer<decltype(step), decltype(theta)> checkpoints(path, 0, step, theta);
+    gradsum::fit(step, theta, data, options, checkpoints);
+  }
+  // Its position counts mini-batches of 50: with another size it would
+  // skip or repeat rows (and past the epoch's end, train nothing at all).
+  CHECK_THROWS_WITH_AS(resume(25, 0),
+                       doctest::Contains("stopped after mini-batch 4 of epoch 1 of a run with "
+                                         "batch size 50, but this run has batch size 25"),
+                       gradsum::Error);
+  CHECK_THROWS_WITH_AS(resume(100, 0),
+                       doctest::Contains("stopped after mini-batch 4 of epoch 1, but this run's "
+                                         "epochs have 3 mini-batches of 100 samples"),
+                       gradsum::Error);
+  CHECK(resume(50, 0).position.step == 2 * 6);
+
+  options.epochs = 1;
+  options.stopping.max_steps = 0;
+  {
+    auto step = make<Space>(gradsum::Adam{0.02});
+    auto theta = step.make_parameters();
+    gradsum::Checkpointer<decltype(step), decltype(theta)> checkpoints(path, 1, step, theta);
+    gradsum::fit(step, theta, data, options, checkpoints);
+  }
+  options.epochs = 2;
+  const auto result = resume(100, 0);  // epoch 2 in 3 mini-batches of 100
+  CHECK(result.position.epoch == 2);
+  CHECK(result.position.step == 6 + 3);
+  std::remove(path.c_str());
+}
+
 TEST_CASE("progress prints one plain line per epoch when the output is not a terminal") {
   using Space = Kokkos::DefaultHostExecutionSpace;
   const auto data = DataOn<Space>::from_host(regression.n, regression.d, regression.x, regression.y);
@@ -402,12 +456,12 @@ TEST_CASE("early stopping and the best parameters resume where the uninterrupted
     auto second = make<Space>(gradsum::SGD{3.0});
     auto theta_second = second.make_parameters();
     CHECK_THROWS_WITH(resume(second, theta_second),
-                      doctest::Contains("this run's stopping rules and callbacks read 11: resume "
+                      doctest::Contains("this run's stopping rules and callbacks read 12: resume "
                                         "with the callbacks the checkpoint was written with"));
     gradsum::BestParameters<decltype(theta_second)> best(theta_second);
     gradsum::EarlyStopping early(2);
     CHECK_THROWS_WITH(resume(second, theta_second, best, early),
-                      doctest::Contains("no best-parameters state at value 11"));
+                      doctest::Contains("no best-parameters state at value 12"));
   }
   std::remove(path.c_str());
 }

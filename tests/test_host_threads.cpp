@@ -122,3 +122,29 @@ TEST_CASE("translate_kokkos_thread_flag: the spelling this Kokkos reads") {
     CHECK(std::string(argv[4]) == "--kokkos-threads");
   }
 }
+
+TEST_CASE("check_thread_flags: a thread count Kokkos can take, or an error naming the flag") {
+  auto check = [](std::string flag) {
+    std::string program = "program", data = "--data", file = "x.csv";
+    std::vector<char*> argv = {&program[0], &data[0], &file[0], &flag[0], nullptr};
+    gradsum::check_thread_flags(int(argv.size()) - 1, argv.data());
+  };
+  for (const char* good : {"--kokkos-threads=1", "--kokkos-num-threads=4",
+                           "--kokkos-threads=512", "--kokkos-threads-other=abc"}) {
+    CAPTURE(good);
+    CHECK_NOTHROW(check(good));
+  }
+  // Kokkos itself ends the program with an uncaught std::invalid_argument
+  // for "abc", and Kokkos 3's OpenMP backend crashes with 513 threads or more.
+  for (const char* bad : {"--kokkos-threads=abc", "--kokkos-threads=0", "--kokkos-threads=-2",
+                          "--kokkos-num-threads=513", "--kokkos-threads=4x",
+                          "--kokkos-threads=", "--kokkos-threads=99999999999999999999"}) {
+    CAPTURE(bad);
+    const std::string flag = std::string(bad).substr(0, std::string(bad).find('='));
+    CHECK_THROWS_WITH_AS(check(bad),
+                         (flag + ": expected " + flag + "=N with N an integer in [1, 512], got '" +
+                          bad + "'")
+                             .c_str(),
+                         gradsum::Error);
+  }
+}

@@ -157,6 +157,48 @@ expect 1 "takes 4 features and has 3 outputs and 67 parameters, but the checkpoi
   "gradsum-predict with an MLP checkpoint declaring 1 feature and 1 output" -- \
   "$predict" --params forged_mlp.ckpt --data two_columns.csv
 
+# --- the loop's shape, Kokkos' threads, numbers at the edges -------------------
+expect 2 "--kokkos-threads: expected --kokkos-threads=N with N an integer in [1, 512], got '--kokkos-threads=abc'" \
+  "a thread count that is not a number" -- "$train" --data two.csv --kokkos-threads=abc
+expect 2 "--kokkos-num-threads: expected --kokkos-num-threads=N with N an integer in [1, 512]" \
+  "1000 threads, past what Kokkos' OpenMP backend holds" -- \
+  "$train" --data two.csv --kokkos-num-threads=1000
+expect 2 "--kokkos-threads: expected --kokkos-threads=N" "gradsum-predict with 0 threads" -- \
+  "$predict" --params x.ckpt --data two.csv --kokkos-threads=0
+expect 2 "--lr: '1e-400' is too close to 0 to be represented (it would be 0)" \
+  "a learning rate that underflows to 0" -- "$train" --data two.csv --lr 1e-400
+begin_entry
+if "$train" --data two.csv --lr 1e-320 --epochs 1 --progress off >out.txt 2>err.txt; then
+  passed "exit 0: a subnormal learning rate (1e-320) is finite and taken"
+else
+  bad "--lr 1e-320 refused: $(head -c 300 err.txt)"
+fi
+begin_entry
+full="$("$train" --data two.csv --batch 2 --epochs 3 --progress off 2>&1 | grep '^final')"
+huge="$("$train" --data two.csv --batch 9223372036854775807 --epochs 3 --progress off 2>&1 | grep '^final')"
+if [[ -n "$full" && "$huge" == "$full" ]]; then
+  passed "exit 0: --batch 9223372036854775807 trains one batch of every row, as --batch 2 does"
+else
+  bad "--batch 9223372036854775807 ends on '$huge', --batch 2 on '$full'"
+fi
+expect 1 "a median over 4 workers got a mini-batch of 2 rows on this rank, leaving 2 workers without rows" \
+  "--aggregate median over more virtual workers than rows" -- \
+  "$train" --data two.csv --aggregate median --workers 4 --progress off
+"$train" --data "$iris" --model softmax --batch 16 --max-steps 3 --progress off --seed 3 \
+  --checkpoint mid.ckpt >/dev/null 2>&1 || bad "could not write a mid-epoch checkpoint"
+expect 1 "stopped after mini-batch 3 of epoch 1 of a run with batch size 16, but this run has batch size 8" \
+  "--resume a mid-epoch checkpoint with another --batch" -- \
+  "$train" --data "$iris" --model softmax --batch 8 --seed 3 --resume mid.ckpt --progress off
+expect 1 "stopped after mini-batch 3 of epoch 1, but this run's epochs have 1 mini-batches of 200 samples" \
+  "--resume a mid-epoch checkpoint with a batch past the epoch's end" -- \
+  "$train" --data "$iris" --model softmax --batch 200 --seed 3 --resume mid.ckpt --progress off
+printf '1,2,0\n3,4,7\n' >label7.csv
+"$train" --data two.csv --epochs 1 --progress off --checkpoint logistic.ckpt >/dev/null 2>&1 ||
+  bad "could not write a logistic checkpoint"
+expect 1 "label7.csv: data row 2 (header not counted): target 7 is no class of the model in 'logistic.ckpt', whose classes are 0 … 1" \
+  "gradsum-predict scoring a target that is no class of the model" -- \
+  "$predict" --params logistic.ckpt --data label7.csv
+
 # --- MPI: more ranks than samples, ranks that disagree --------------------------
 if [[ -n "$mpiexec" ]]; then
   # Every rank runs to its own end (no abort of the others), and records
@@ -180,20 +222,68 @@ if [[ -n "$mpiexec" ]]; then
     done
     echo "#$number every rank exit 1: $what"
   }
-  every_rank "the 2 ranks built different steps" "a logistic model on rank 0, a linear one on rank 1" -- \
+  every_rank "the 2 ranks were started with different flags or data (--model differs)" \
+    "a logistic model on rank 0, a linear one on rank 1" -- \
     "$mpiexec" "$np_flag" 1 "$rank" "$train" --data two.csv --model logistic --progress off : \
     "$np_flag" 1 "$rank" "$train" --data two.csv --model linear --progress off
   every_rank "rank 1: missing.csv: cannot open for reading" "the data missing on rank 1" -- \
     "$mpiexec" "$np_flag" 1 "$rank" "$train" --data two.csv --progress off : \
     "$np_flag" 1 "$rank" "$train" --data missing.csv --progress off
-  every_rank "gradsum::Allreduce: the 2 ranks built different steps (number of parameters ranges from 3 to 5; number of features ranges from 2 to 4)" \
+  every_rank "gradsum::Allreduce: the 2 ranks were started with different flags or data (training rows ranges from 2 to 150; training rows (features) differs; training rows (targets) differs)" \
     "rank 1 reading a file of another width" -- \
     "$mpiexec" "$np_flag" 1 "$rank" "$train" --data two.csv --progress off : \
     "$np_flag" 1 "$rank" "$train" --data "$iris" --progress off
-  every_rank "gradsum::Allreduce: the 2 ranks built different steps (learning rate ranges from 0.10000000000000001 to 0.20000000000000001)" \
+  every_rank "gradsum::Allreduce: the 2 ranks were started with different flags or data (--lr ranges from 0.10000000000000001 to 0.20000000000000001)" \
     "a learning rate of 0.1 on rank 0 and 0.2 on rank 1" -- \
     "$mpiexec" "$np_flag" 1 "$rank" "$train" --data two.csv --lr 0.1 --progress off : \
     "$np_flag" 1 "$rank" "$train" --data two.csv --lr 0.2 --progress off
+
+  # One flag or file differing on one rank: refused by name on every rank
+  # before the first step (the run's signature), never a hang.
+  differ() {  # differ MESSAGE WHAT -- RANK0 ARGS… -- RANK1 ARGS…
+    local message="$1" what="$2" a=() b=()
+    shift 3
+    while [[ "$1" != "--" ]]; do a+=("$1"); shift; done
+    shift
+    b=("$@")
+    every_rank "the 2 ranks were started with different flags or data ($message" "$what" -- \
+      "$mpiexec" "$np_flag" 1 "$rank" "$train" --progress off "${a[@]}" : \
+      "$np_flag" 1 "$rank" "$train" --progress off "${b[@]}"
+  }
+  differ "--epochs ranges from 2 to 3)" "--epochs 2 and 3" -- \
+    --data two.csv --epochs 2 -- --data two.csv --epochs 3
+  differ "--batch ranges from 1 to 2)" "--batch 1 and 2" -- \
+    --data two.csv --batch 1 -- --data two.csv --batch 2
+  differ "--accumulate ranges from 1 to 2)" "--accumulate on one rank" -- \
+    --data two.csv --batch 1 -- --data two.csv --batch 1 --accumulate 2
+  differ "--max-steps ranges from 0 to 1)" "--max-steps on one rank" -- \
+    --data two.csv -- --data two.csv --max-steps 1
+  differ "--validation ranges from 0 to 0.5;" "--validation on one rank" -- \
+    --data three.csv -- --data three.csv --validation 0.5
+  differ "training rows ranges from 2 to 3;" "rank 1's file has a row more (--batch 64)" -- \
+    --data two.csv --batch 64 -- --data three.csv --batch 64
+  differ "--seed ranges from 0 to 1)" "--seed on one rank" -- \
+    --data two.csv -- --data two.csv --seed 1
+  differ "--standardize ranges from 0 to 1;" "--standardize on one rank" -- \
+    --data two.csv -- --data two.csv --standardize
+  differ "--checkpoint given ranges from 0 to 1)" "--checkpoint on one rank" -- \
+    --data two.csv -- --data two.csv --checkpoint one_rank.ckpt
+  [[ -e one_rank.ckpt ]] && bad "--checkpoint on one rank wrote a checkpoint"
+
+  # Out of memory on rank 1 alone (a 400 MB address-space limit, a network
+  # of 16 M parameters): that rank names the failure and ends the job.
+  begin_entry
+  status=0
+  timeout 60 "$mpiexec" "$np_flag" 1 "$train" --data two.csv --model mlp:4000,4000 --progress off : \
+    "$np_flag" 1 bash -c 'ulimit -v 400000; exec "$@"' limited "$train" --data two.csv \
+    --model mlp:4000,4000 --progress off >out.txt 2>err.txt || status=$?
+  if ((status == 0 || status == 124 || status >= 128)); then
+    bad "out of memory on rank 1: mpiexec ended with $status (a hang is 124)"
+  elif ! grep -q "gradsum-train: error on rank 1 of 2: .*(ending every rank)" err.txt; then
+    bad "out of memory on rank 1: stderr lacks the rank's message: $(head -c 400 err.txt)"
+  else
+    passed "exit $status: out of memory on rank 1 ends every rank with its message"
+  fi
 
   # More ranks (3) than samples (2): the empty rank contributes nothing and
   # the run ends where the one-rank run does.

@@ -6,6 +6,8 @@
 /// (environment.hpp): the choice a user made, or this process's cores shared
 /// among the ranks on its node. No Kokkos, no MPI: the caller counts ranks.
 
+#include <gradsum/core/error.hpp>
+
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -71,6 +73,31 @@ inline std::string user_thread_choice(int argc, char** argv) {
 }
 
 }  // namespace detail
+
+/// The most host threads a process may ask of Kokkos: Kokkos 3's OpenMP
+/// backend holds at most 512 (it crashes with more).
+constexpr int max_host_threads = 512;
+
+/// Checks the thread-count flags among argv[1 … argc) (--kokkos-threads=N,
+/// --kokkos-num-threads=N) before Kokkos reads them: N must be an integer in
+/// [1, max_host_threads]. Throws gradsum::Error naming the flag and the value
+/// (Kokkos itself would end the program with an uncaught exception, or
+/// crash).
+inline void check_thread_flags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    for (const std::string flag : {"--kokkos-threads", "--kokkos-num-threads"}) {
+      if (arg.compare(0, flag.size(), flag) != 0) continue;
+      const std::string value = arg.size() > flag.size() + 1 ? arg.substr(flag.size() + 1) : "";
+      if (arg.size() > flag.size() && arg[flag.size()] != '=') continue;  // another flag
+      char* end = nullptr;
+      const long n = value.empty() || value[0] == '-' ? 0 : std::strtol(value.c_str(), &end, 10);
+      if (n < 1 || n > max_host_threads || end == nullptr || *end != '\0')
+        fail(flag, ": expected ", flag, "=N with N an integer in [1, ", max_host_threads,
+             "], got '", arg, "'");
+    }
+  }
+}
 
 /// Picks the host threads before Kokkos starts, as HostThreads::per_rank
 /// does, for a process with `local_ranks` processes of its job on its node

@@ -16,6 +16,10 @@ namespace gradsum {
 /// ranks in one small collective.
 struct Signature {
   std::vector<std::pair<std::string, std::int64_t>> fields;
+  /// What the ranks built or run, and what they must share, as messages
+  /// about a disagreement say it.
+  std::string subject = "built different steps";
+  std::string advice = "every rank must build the same model with the same policies and settings";
 
   /// Adds a field.
   void add(std::string name, std::int64_t value) {
@@ -44,11 +48,56 @@ struct Signature {
       }
     return std::to_string(v);
   }
+  /// Names of the fields added by add_hash (messages say they differ).
+  std::vector<std::string> hashes;
+
   /// Adds a field holding the 64-bit FNV-1a hash of a string.
   void add_hash(std::string name, const std::string& text) {
+    add_hash_of(std::move(name), text.data(), text.size());
+  }
+  /// Adds a field holding a hash of `n` doubles' bits (data, scaling).
+  void add_hash(std::string name, const double* values, std::size_t n) {
+    add_hash_of(std::move(name), values, n * sizeof(double));
+  }
+  /// Appends the fields of `other`.
+  void append(const Signature& other) {
+    fields.insert(fields.end(), other.fields.begin(), other.fields.end());
+    doubles.insert(doubles.end(), other.doubles.begin(), other.doubles.end());
+    hashes.insert(hashes.end(), other.hashes.begin(), other.hashes.end());
+  }
+
+  /// The message for `ranks` ranks whose field i ranges from lo[i] to hi[i]
+  /// (the fields of this signature, in order); empty when they all agree.
+  std::string disagreement(const char* who, int ranks, const std::int64_t* lo,
+                           const std::int64_t* hi) const {
+    std::string differences;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (lo[i] == hi[i]) continue;
+      differences += (differences.empty() ? "" : "; ") + fields[i].first;
+      differences += is_hash(i) ? std::string(" differs")
+                                : " ranges from " + show(i, lo[i]) + " to " + show(i, hi[i]);
+    }
+    if (differences.empty()) return differences;
+    return std::string(who) + ": the " + std::to_string(ranks) + " ranks " + subject + " (" +
+           differences + "); " + advice;
+  }
+
+ private:
+  bool is_hash(std::size_t i) const {
+    for (const auto& name : hashes)
+      if (name == fields[i].first) return true;
+    return false;
+  }
+  void add_hash_of(std::string name, const void* data, std::size_t n) {
+    hashes.push_back(name);
+    add(std::move(name), std::int64_t(hash_bytes(data, n) >> 1));
+  }
+  // 64-bit FNV-1a.
+  static std::uint64_t hash_bytes(const void* data, std::size_t n) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
     std::uint64_t h = 0xcbf29ce484222325ULL;
-    for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ULL;
-    add(std::move(name), std::int64_t(h >> 1));
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ bytes[i]) * 0x100000001b3ULL;
+    return h;
   }
 };
 

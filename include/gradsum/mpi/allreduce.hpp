@@ -109,36 +109,27 @@ class Allreduce {
     allreduce(space, values, MPI_MAX);
   }
 
-  /// Checks in one small collective that every process built the same
-  /// step (same signature) and that none failed locally; otherwise every
-  /// process throws the same gradsum::Error. Collective.
+  /// Checks in two small collectives that every process built the same
+  /// step (the same signature: its fields, then their values) and that none
+  /// failed locally; otherwise every process throws the same
+  /// gradsum::AgreedError. Collective.
   void agree(const Signature& signature, const std::string& local_error) {
-    const std::size_t n = signature.fields.size();
-    // Field maxima and, through bitwise complement, minima in one MPI_MAX.
-    std::vector<std::int64_t> values(2 * n + 2);
-    values[0] = local_error.empty() ? 0 : 1;
-    values[1] = std::int64_t(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      values[2 + i] = signature.fields[i].second;
-      values[2 + n + i] = ~signature.fields[i].second;
+    std::string names;
+    for (const auto& field : signature.fields) names += field.first + '\n';
+    Signature shape = signature;
+    shape.fields.clear();
+    shape.add("local failure", local_error.empty() ? 0 : 1);
+    shape.add("number of signature fields", std::int64_t(signature.fields.size()));
+    shape.add_hash("names of the signature fields", names);
+    std::vector<std::int64_t> lo, hi;
+    min_max(shape, lo, hi);
+    if (hi[0] > 0) throw AgreedError(first_error(local_error));
+    std::string error = shape.disagreement("gradsum::Allreduce", size(), lo.data(), hi.data());
+    if (error.empty()) {
+      min_max(signature, lo, hi);
+      error = signature.disagreement("gradsum::Allreduce", size(), lo.data(), hi.data());
     }
-    mpi::check(MPI_Allreduce(MPI_IN_PLACE, values.data(), int(values.size()), MPI_INT64_T,
-                             MPI_MAX, comm_.get()),
-               "MPI_Allreduce");
-    if (values[0] > 0) throw Error(first_error(local_error));
-    std::string differences;
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::int64_t hi = values[2 + i], lo = ~values[2 + n + i];
-      if (hi != lo)
-        differences += detail::concat(differences.empty() ? "" : "; ",
-                                      signature.fields[i].first, " ranges from ",
-                                      signature.show(i, lo), " to ", signature.show(i, hi));
-    }
-    if (!differences.empty())
-      detail::fail("gradsum::Allreduce: the ", size(),
-                   " ranks built different steps (", differences,
-                   "); every rank must build the same model with the same policies "
-                   "and settings");
+    if (!error.empty()) throw AgreedError(error);
   }
 
   /// The error message of the lowest-ranked process whose `local_error` is
@@ -161,6 +152,26 @@ class Allreduce {
   }
 
  private:
+  // The smallest and largest value of every field of `s` over the ranks,
+  // in one MPI_MAX (minima through bitwise complement).
+  void min_max(const Signature& s, std::vector<std::int64_t>& lo, std::vector<std::int64_t>& hi) {
+    const std::size_t n = s.fields.size();
+    std::vector<std::int64_t> values(2 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+      values[i] = s.fields[i].second;
+      values[n + i] = ~s.fields[i].second;
+    }
+    mpi::check(MPI_Allreduce(MPI_IN_PLACE, values.data(), int(values.size()), MPI_INT64_T,
+                             MPI_MAX, comm_.get()),
+               "MPI_Allreduce");
+    lo.resize(n);
+    hi.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      hi[i] = values[i];
+      lo[i] = ~values[n + i];
+    }
+  }
+
   template <class ExecutionSpace, class View>
   void allreduce(const ExecutionSpace& space, const View& buffer, MPI_Op op) {
     using Value = typename View::non_const_value_type;

@@ -8,6 +8,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/output_file.hpp>
+#include <gradsum/core/signature.hpp>
 #include <gradsum/data/scaling.hpp>
 #include <gradsum/train/checkpoint.hpp>
 #include <gradsum/train/step.hpp>
@@ -24,6 +25,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 namespace gradsum {
@@ -95,6 +97,12 @@ class Callback {
   /// Throws gradsum::Error when the values were not written by this kind
   /// of callback.
   virtual void restore_state(const std::vector<double>&, std::size_t&) {}
+
+  /// Adds to `s` what this callback must share with its counterparts on
+  /// the other ranks so that they stay in step: its kind, and settings that
+  /// decide when it stops training or writes a checkpoint (collectives).
+  /// fit() compares them across ranks before the first update.
+  virtual void sign(Signature& s) const { s.add_hash("callback", typeid(*this).name()); }
 };
 
 namespace detail {
@@ -139,6 +147,9 @@ class CallbackList : public Callback {
   }
   void restore_state(const std::vector<double>& in, std::size_t& at) override {
     for (auto* c : list_) c->restore_state(in, at);
+  }
+  void sign(Signature& s) const override {
+    for (auto* c : list_) c->sign(s);
   }
 
  private:
@@ -319,6 +330,11 @@ class EarlyStopping : public Callback {
                                      " epochs (best ", best_, " after epoch ", best_epoch_, ")");
     }
   }
+  void sign(Signature& s) const override {
+    Callback::sign(s);
+    s.add("early stopping patience", patience_);
+    s.add_bits("early stopping min_delta", min_delta_);
+  }
   /// The best monitored loss so far and the epoch (1-based count) it followed.
   double best() const { return best_; }
   std::int64_t best_epoch() const { return best_epoch_; }
@@ -433,6 +449,10 @@ class Checkpointer : public Callback {
     const bool due = s.finished ? s.position.step != saved_step_ || s.position.epoch != saved_epoch_
                                 : every_ > 0 && s.position.epoch % every_ == 0;
     if (due) save(s);
+  }
+  void sign(Signature& s) const override {
+    Callback::sign(s);
+    s.add("checkpoint every (epochs)", every_);
   }
   /// Checkpoints written so far.
   std::int64_t saves() const { return saves_; }

@@ -71,6 +71,10 @@ struct FitOptions {
   /// Decay of the moving averages over updates (FitState::loss_average and
   /// noise_scale), in [0, 1).
   double average_decay = 0.9;
+  /// Further fields every rank must share (a program adds a hash of its
+  /// data and of the feature scaling), compared with these options, the
+  /// data's row count and the callbacks in fit()'s first collective.
+  Signature agree_on;
 
   /// Whether the options continue an earlier run: a start past the
   /// beginning, or a loop state to restore.
@@ -80,11 +84,14 @@ struct FitOptions {
 
   /// Throws gradsum::Error naming the option that is out of range, or a
   /// resume whose seed differs from the checkpoint's.
+  /// The checkpoint `start` came from, as messages name it.
+  std::string start_name() const {
+    return start_file.empty() ? std::string("in options.start") : "'" + start_file + "'";
+  }
+
   void validate() const {
     if (resumes() && start.seed != seed)
-      detail::fail("gradsum::fit: the checkpoint ",
-                   start_file.empty() ? std::string("in options.start") : "'" + start_file + "'",
-                   " (step ", start.step, ", epoch ", start.epoch, ") was written with seed ",
+      detail::fail("gradsum::fit: the checkpoint ", start_name(), " (step ", start.step, ", epoch ", start.epoch, ") was written with seed ",
                    start.seed, ", but options.seed is ", seed, "; another seed draws other "
                    "mini-batches, so the run would not continue the checkpoint's trajectory: "
                    "resume with seed = ", start.seed);
@@ -116,6 +123,48 @@ struct FitResult {
 };
 
 namespace detail {
+
+/// What every rank's fit() must share: the loop's shape and position, the
+/// stopping rules, the row counts (with global sampling every rank holds
+/// every row), the callbacks, and the caller's own fields.
+template <class Data, class Validation>
+Signature fit_signature(const FitOptions& o, const Data& data, const Validation* validation,
+                        Callback* const* callbacks) {
+  Signature sig;
+  sig.subject = "run different training loops";
+  sig.advice = "every rank must call fit() with the same options, callbacks and data (with "
+               "global sampling every rank holds every row)";
+  sig.add("epochs", o.epochs);
+  sig.add("batch size", o.batch);
+  sig.add("accumulated batches", o.accumulate);
+  sig.add("seed", std::int64_t(o.seed));
+  sig.add("sampling", std::int64_t(o.sampling));
+  sig.add("start step", o.start.step);
+  sig.add("start epoch", o.start.epoch);
+  sig.add("start batch", o.start.batch);
+  sig.add("start seed", std::int64_t(o.start.seed));
+  sig.add("max steps", o.stopping.max_steps);
+  sig.add_bits("gradient tolerance", o.stopping.grad_tol);
+  sig.add_bits("loss tolerance", o.stopping.loss_tol);
+  sig.add_bits("average decay", o.average_decay);
+  sig.add("values of loop state", std::int64_t(o.loop.size()));
+  sig.add_hash("loop state", o.loop.data(), o.loop.size());
+  const bool global = o.sampling == Sampling::global;
+  sig.add("training rows", global ? std::int64_t(data.num_samples()) : -1);
+  sig.add("validation rows",
+          !validation ? -1 : global ? std::int64_t(validation->num_samples()) : -2);
+  // The callbacks in two fields, so that ranks with other callbacks still
+  // send signatures of one length and hear which part differs.
+  Signature calls;
+  for (Callback* const* c = callbacks; *c; ++c) (*c)->sign(calls);
+  std::string settings;
+  for (const auto& field : calls.fields)
+    settings += field.first + '=' + std::to_string(field.second) + '\n';
+  sig.add("callback fields", std::int64_t(calls.fields.size()));
+  sig.add_hash("callbacks and their settings", settings);
+  sig.append(o.agree_on);
+  return sig;
+}
 
 /// Runs a callback phase on every callback, failing on every rank alike.
 template <class Aggregation, class Phase>
@@ -149,8 +198,16 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
   using Memory = typename StepType::memory_space;
   using Rows = RowList<Memory>;
   auto& aggregation = step.aggregation();
-  on_every_rank(aggregation, [&] { options.validate(); });
   Callback* list[sizeof...(Callbacks) + 1] = {static_cast<Callback*>(&callbacks)..., nullptr};
+  // Ranks that would run different loops refuse them here, before the
+  // collectives they would no longer match.
+  std::string invalid;
+  try {
+    options.validate();
+  } catch (const Error& e) {
+    invalid = e.what();
+  }
+  aggregation.agree(detail::fit_signature(options, data, validation, list), invalid);
   constexpr std::size_t n_callbacks = sizeof...(Callbacks);
   const int rank = aggregation.rank(), ranks = aggregation.size();
   const bool global = options.sampling == Sampling::global;
@@ -165,6 +222,12 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     aggregation.aggregate_max(step.space(), most);
     batches = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), most)(0);
   }
+  if (options.start.batch > batches)  // the same on every rank
+    detail::fail_agreed("gradsum::fit: the checkpoint ", options.start_name(),
+                        " stopped after mini-batch ", options.start.batch, " of epoch ",
+                        options.start.epoch + 1, ", but this run's epochs have ", batches,
+                        " mini-batches of ", options.batch, " samples: resume with the "
+                        "checkpoint's batch size");
   auto micro_batch = [&](std::int64_t b) -> Rows {
     if (options.batch == 0) {  // full batch, stored order
       if (sampler.num_batches() == 0) return Rows{};  // no rows here (an empty shard)
@@ -197,13 +260,14 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
 
   MovingAverage loss_average(options.average_decay);
   NoiseScale noise(options.average_decay);
-  // The loop state: a record of kind 0 - whether training has ended early
+  // The loop state: a record of kind 1 - whether training has ended early
   // (by a callback or a rule other than max_steps, which a resumed run
-  // checks by itself), the moving averages - then the stopping rules'
-  // state, then every callback's.
+  // checks by itself), the batch size, the moving averages - then the
+  // stopping rules' state, then every callback's. (Kind 0, still read,
+  // lacks the batch size.)
   bool stopped = false, ended_early = false;
-  state.loop_state = [&ended_early, &loss_average, &noise, &stopper, &list] {
-    std::vector<double> out{0.0, ended_early ? 1.0 : 0.0};
+  state.loop_state = [&ended_early, &loss_average, &noise, &stopper, &list, &options] {
+    std::vector<double> out{1.0, ended_early ? 1.0 : 0.0, double(options.batch)};
     loss_average.save_state(out);
     noise.save_state(out);
     stopper.save_state(out);
@@ -213,11 +277,19 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
   if (!options.loop.empty()) {
     on_every_rank(aggregation, [&] {
       const auto& loop = options.loop;
-      if (loop.size() < 2 || loop[0] != 0.0)
+      const std::size_t head = loop.empty() ? 0 : loop[0] == 0.0 ? 2 : loop[0] == 1.0 ? 3 : 0;
+      if (head == 0 || loop.size() < head)
         detail::fail("gradsum::fit: the checkpoint's loop state (", loop.size(),
                      " values) was not written by fit()");
       stopped = ended_early = loop[1] != 0;
-      std::size_t at = 2;
+      // Mid-epoch, the position counts mini-batches of the checkpoint's size.
+      if (head == 3 && options.start.batch > 0 && loop[2] != double(options.batch))
+        detail::fail("gradsum::fit: the checkpoint ", options.start_name(), " stopped after "
+                     "mini-batch ", options.start.batch, " of epoch ", options.start.epoch + 1,
+                     " of a run with batch size ", loop[2], ", but this run has batch size ",
+                     options.batch, ": resume mid-epoch with the checkpoint's batch size (a "
+                     "checkpoint written at the end of an epoch takes any)");
+      std::size_t at = head;
       loss_average.restore_state(loop, at);
       noise.restore_state(loop, at);
       stopper.restore_state(options.loop, at);
