@@ -158,6 +158,39 @@ TEST_CASE_TEMPLATE_DEFINE("a reproducible step allocates nothing after construct
 }
 TEST_CASE_TEMPLATE_APPLY(no_allocations_reproducible, Spaces);
 
+namespace {
+std::atomic<std::uint64_t> bin_bytes{0};
+void count_bin_bytes(const Kokkos_Profiling_SpaceHandle, const char* label, const void*,
+                     const std::uint64_t size) {
+  if (std::string(label).rfind("gradsum::reduction::reproducible::", 0) == 0) bin_bytes += size;
+}
+}  // namespace
+
+TEST_CASE("a run-time reduction allocates the Reproducible bins only when it bins") {
+  // About 9 int64 bins a coordinate: 72 MB a million parameters, for
+  // nothing when the reduction sums plainly (only the norms' 2 coordinates
+  // keep bins).
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  const int d = 999;  // P = 1000
+  auto bytes = [&](const char* kind) {
+    bin_bytes = 0;
+    Kokkos::Tools::Experimental::set_allocate_data_callback(count_bin_bytes);
+    {
+      auto step = gradsum::make_step<double>(Space(), gradsum::Linear(d), gradsum::SquaredError{},
+                                             gradsum::SGD{}, gradsum::Objective{},
+                                             gradsum::Analytic{},
+                                             gradsum::RuntimeReduction::parse(kind));
+    }
+    Kokkos::Tools::Experimental::set_allocate_data_callback(nullptr);
+    return std::uint64_t(bin_bytes);
+  };
+  CHECK(bytes("reproducible") >= 9 * 1000 * sizeof(std::int64_t));
+  // The norms' two coordinates of bins, in two buffers, with Kokkos'
+  // bookkeeping: well under a kilobyte.
+  CHECK(bytes("sum") < 1024);
+  CHECK(bytes("compensated") < 1024);
+}
+
 TEST_CASE_TEMPLATE_DEFINE("a layer-wise step allocates nothing after construction", Space,
                           no_allocations_layerwise) {
   // Its panels live in the workspace the step allocated when it was built.

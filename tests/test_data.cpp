@@ -4,6 +4,7 @@
 #include "test_helpers.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -463,3 +464,20 @@ TEST_CASE_TEMPLATE_DEFINE("Dataset: Views it cannot wrap are refused, naming the
                        gradsum::Error);
 }
 TEST_CASE_TEMPLATE_APPLY(dataset_refusals, Spaces);
+
+TEST_CASE("sampler: a batch larger than the data is one batch of every row") {
+  // ceil(n / batch) is 1 for any batch >= n; n + batch - 1 overflowed for
+  // the largest batches and left an epoch of no batch at all.
+  using Memory = Kokkos::HostSpace;
+  for (std::int64_t batch : {std::int64_t(23), std::int64_t(24), std::int64_t(1) << 40,
+                             std::numeric_limits<std::int64_t>::max()}) {
+    INFO("batch " << batch);
+    gradsum::MiniBatchSampler<Memory> s(23, batch, 1);
+    REQUIRE(s.num_batches() == 1);
+    const auto rows = s.batch(0);
+    CHECK(rows.begin == 0);
+    CHECK(rows.end == 23);
+  }
+  gradsum::MiniBatchSampler<Memory> s(23, std::numeric_limits<std::int64_t>::max() - 1, 1);
+  CHECK(s.num_batches() == 1);
+}

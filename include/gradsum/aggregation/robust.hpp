@@ -92,6 +92,9 @@ struct RobustRule {
   /// Whether the rule is the plain sum.
   bool is_sum() const { return kind == Kind::sum; }
 
+  /// Whether each worker's gradient is a vote (a median, a trimmed mean),
+  /// so that a worker without rows, whose gradient is zero, would count.
+  bool counts_votes() const { return kind == Kind::median || kind == Kind::trimmed_mean; }
   /// Whether, for `workers` workers, the rule differs from the plain sum:
   /// any rule but the sum for W > 1; for one worker only NormClip (the
   /// median or trimmed mean of one vector is that vector).

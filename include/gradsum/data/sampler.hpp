@@ -93,7 +93,8 @@ class MiniBatchSampler {
 
   /// Number of mini-batches per epoch (the last may be smaller).
   std::int64_t num_batches() const {
-    return batch_ == 0 ? 0 : (n_ + batch_ - 1) / batch_;
+    // n_ / batch_ rounded up, without n_ + batch_ overflowing for a huge batch.
+    return batch_ == 0 ? 0 : n_ / batch_ + (n_ % batch_ != 0 ? 1 : 0);
   }
   /// Samples per full mini-batch.
   std::int64_t batch_size() const { return batch_; }
@@ -105,7 +106,7 @@ class MiniBatchSampler {
                    "[0, ",
                    num_batches(), "), got ", b);
     const std::int64_t begin = b * batch_;
-    const std::int64_t end = begin + batch_ < n_ ? begin + batch_ : n_;
+    const std::int64_t end = batch_ < n_ - begin ? begin + batch_ : n_;
     return RowList<MemorySpace>{order_, begin, end};
   }
 

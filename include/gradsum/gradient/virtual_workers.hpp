@@ -23,7 +23,9 @@ namespace gradsum {
 ///
 /// This is robust aggregation without MPI (or on one rank); across ranks
 /// use RobustAllreduce. A part with no rows is a worker whose gradient is
-/// zero. The combination is computed per coordinate by one thread in a
+/// zero: a median or trimmed mean would count it as a vote, so the step
+/// refuses rows that leave a part empty (with NormClip it adds nothing).
+/// The combination is computed per coordinate by one thread in a
 /// fixed order, so with the Reproducible reduction the result is the same
 /// bits for any thread count and backend (though, unlike the plain sum, it
 /// depends on W and on the split of the rows, by design).

@@ -114,7 +114,7 @@ class Step {
     state_ = state_view("gradsum::step::optimizer_state",
                         std::size_t(optimizer_.state_size(P)), std::size_t(P));
     size_message();
-    if constexpr (binned) workers_ = Workers(aggregation_, P + 1);
+    if constexpr (binned) workers_ = Workers(aggregation_, P + 1, detail::bins_in_use(reduction_));
     if (detail::optimizer_uses_hessian(optimizer_)) allocate_hessian();
   }
 
@@ -171,6 +171,7 @@ class Step {
     // Errors found on this worker do not throw here: they are counted in
     // the buffer's `failed` slot, which every worker sees after aggregation.
     std::string local_error = detail::check_shapes(model_, theta, data, rows, bins);
+    if (local_error.empty()) local_error = detail::check_worker_rows(gradient_, rows);
     if (local_error.empty()) local_error = check_data_(space_, model_, loss_, data);
     const bool local_nonfinite = bins ? binned_sums(theta, data, rows, local_error.empty())
                                       : plain_sums(theta, data, rows, local_error.empty());
@@ -178,7 +179,7 @@ class Step {
     Kokkos::deep_copy(space_, host_read_,
                       Kokkos::subview(sums_, Kokkos::make_pair(P, int(sums_.extent(0)))));
     space_.fence();
-    if (host_read_(Slot::failed) > Scalar(0)) throw Error(aggregation_.first_error(local_error));
+    if (host_read_(Slot::failed) > Scalar(0)) throw AgreedError(aggregation_.first_error(local_error));
     const double loss_sum = double(host_read_(Slot::loss));
     const auto count = std::int64_t(host_read_(Slot::count));
     if (host_read_(Slot::nonfinite) > Scalar(0)) {
@@ -190,13 +191,13 @@ class Step {
         skipped.skipped = true;
         return skipped;
       }
-      throw Error(aggregation_.first_error(
+      throw AgreedError(aggregation_.first_error(
           local_nonfinite
               ? detail::describe_nonfinite<Scalar>(space_, model_, loss_, theta, data, rows)
               : std::string()));
     }
     if (count <= 0)
-      detail::fail("gradsum::Step::evaluate: the batch holds no samples on "
+      detail::fail_agreed("gradsum::Step::evaluate: the batch holds no samples on "
                    "any worker (empty data set or empty row selection); a "
                    "gradient needs at least one sample");
     const double scale = objective_.mean ? 1.0 / double(count) : 1.0;

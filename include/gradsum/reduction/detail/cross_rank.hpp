@@ -132,18 +132,21 @@ class BinnedWorkers {
 
   BinnedWorkers() = default;
   /// Buffers for `width` coordinates summed across the workers of
-  /// `aggregation` (which allocates its own message buffer here).
+  /// `aggregation` (which allocates its own message buffer here). With
+  /// `bins` false (a RuntimeReduction that does not bin), only the bins of
+  /// reduce_two: about 200 bytes a coordinate are not spent for nothing.
   template <class Aggregation>
-  BinnedWorkers(Aggregation& aggregation, int width)
+  BinnedWorkers(Aggregation& aggregation, int width, bool bins = true)
       : width_(width),
-        work_("gradsum::reduction::reproducible::bins", binned_work_size(std::size_t(width))),
+        work_("gradsum::reduction::reproducible::bins",
+              binned_work_size(std::size_t(bins ? width : 2))),
         message_("gradsum::reduction::reproducible::message",
-                 std::size_t(width) * binned_width + 3),
-        windows_("gradsum::reduction::reproducible::windows", std::size_t(width)),
+                 bins ? std::size_t(width) * binned_width + 3 : 0),
+        windows_("gradsum::reduction::reproducible::windows", bins ? std::size_t(width) : 0),
         host_(Kokkos::view_alloc(Kokkos::WithoutInitializing,
                                  "gradsum::reduction::reproducible::host_bins"),
               binned_work_size(2)) {
-    aggregation.template allocate<std::int64_t, Memory>(message_.extent(0));
+    if (bins) aggregation.template allocate<std::int64_t, Memory>(message_.extent(0));
   }
 
   /// Room for in-process reductions of up to `width` coordinates (a

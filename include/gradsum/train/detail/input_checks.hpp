@@ -110,6 +110,32 @@ std::string check_shapes(const Model& model, const Theta& theta, const Data& dat
   return check_shapes(model, theta, data, rows);
 }
 
+/// A median or trimmed mean over W virtual workers (VirtualWorkers) counts
+/// every worker's gradient as a vote: rows split into fewer than W
+/// non-empty parts leave workers whose zero gradients would outvote the
+/// rest (training could stall at zero, silently). What is wrong, or "".
+template <class Gradient, class Rows>
+std::string check_worker_rows(const Gradient& gradient, const Rows& rows) {
+  if constexpr (has_robust<Gradient>::value) {
+    if (gradient.robust() && gradient.rule.counts_votes() && rows.size() < gradient.workers)
+      return concat("gradsum::VirtualWorkers: a ", gradient.rule.name(), " over ",
+                    gradient.workers, " workers got a mini-batch of ", rows.size(),
+                    " rows on this rank, leaving ", gradient.workers - rows.size(),
+                    " workers without rows whose zero gradients would outvote the others; use "
+                    "mini-batches of at least ", gradient.workers,
+                    " rows on every rank, or fewer workers");
+  }
+  return {};
+}
+template <class Gradient, class Rows>
+std::string check_worker_rows(const Gradient& gradient, const MicroBatches<Rows>& micro) {
+  for (const auto& part : micro.parts) {
+    const std::string error = check_worker_rows(gradient, part);
+    if (!error.empty()) return error;
+  }
+  return {};
+}
+
 /// ": feature j is v" for row `row`'s first non-finite feature, else
 /// ": target is y".
 template <class Data>
