@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // OutputFile, the one writer of every output file: exactly where the user
-// points, never through a planted link, FIFOs and "-" written in place, and
-// every failure (a folder or file that may not be written, a file-size
-// limit) leaving the existing files byte for byte.
+// points, never through a planted link nor another user's link in a sticky
+// folder, regular files replaced and FIFOs, devices and "-" written in
+// place by their type whatever the path's spelling, and every failure (a
+// folder or file that may not be written, a file-size limit) leaving the
+// existing files byte for byte.
 
 #include <gradsum/core/output_file.hpp>
 
@@ -358,5 +360,190 @@ TEST_CASE("OutputFile: without commit() the target stays as it was; set_aside ke
   CHECK(folder_entries(dir) == std::set<std::string>{"run.log", "run.log.partial"});
   std::remove(path.c_str());
   std::remove((dir + "/run.log.partial").c_str());
+  ::rmdir(dir.c_str());
+}
+
+namespace {
+
+ino_t inode_of(const std::string& path) {
+  struct stat info;
+  REQUIRE(::lstat(path.c_str(), &info) == 0);
+  return info.st_ino;
+}
+
+// What an OutputFile of `path` does with "new\n" over a regular file that
+// holds "old\n": its kind, what the file then holds, and whether it is a
+// new file (another inode) rather than the old one written to.
+struct Replaced {
+  gradsum::OutputFile::Kind kind;
+  std::string holds;
+  bool new_inode;
+};
+Replaced replace_old(const std::string& path, const std::string& file) {
+  write_bytes(file, "old\n");
+  const ino_t before = inode_of(file);
+  gradsum::OutputFile out(path, "--checkpoint");
+  const auto kind = out.kind();
+  out.write("new\n");
+  out.commit();
+  return {kind, read_bytes(file), inode_of(file) != before};
+}
+
+// Every byte a pipe holds now (its write end closed).
+std::string drain(int fd) {
+  std::string got;
+  char chunk[4096];
+  ssize_t n;
+  while ((n = ::read(fd, chunk, sizeof chunk)) > 0) got.append(chunk, std::size_t(n));
+  ::close(fd);
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("OutputFile: a regular file is replaced whatever its path is spelled like") {
+  const std::string dir = temp_folder();
+  // /dev/.. is /: the file is a regular file in a /tmp folder.
+  const std::string file = dir + "/run.ckpt";
+  const Replaced via_dev = replace_old("/dev/.." + file, file);
+  CHECK(via_dev.kind == gradsum::OutputFile::Kind::replace);
+  CHECK(via_dev.holds == "new\n");
+  CHECK(via_dev.new_inode);
+  CHECK(folder_entries(dir) == std::set<std::string>{"run.ckpt"});
+  std::remove(file.c_str());
+  ::rmdir(dir.c_str());
+
+  // A regular file in /dev/shm (a tmpfs under /dev): a checkpoint written
+  // over itself, as `--resume X --checkpoint X` does, holds one checkpoint.
+  if (::access("/dev/shm", W_OK) != 0) {
+    MESSAGE("skipped: /dev/shm is missing or may not be written");
+    return;
+  }
+  std::string shm = "/dev/shm/gradsum_test_XXXXXX";
+  REQUIRE(::mkdtemp(&shm[0]) != nullptr);
+  const Replaced in_shm = replace_old(shm + "/run.ckpt", shm + "/run.ckpt");
+  CHECK(in_shm.kind == gradsum::OutputFile::Kind::replace);
+  CHECK(in_shm.holds == "new\n");
+  CHECK(in_shm.new_inode);
+  CHECK(folder_entries(shm) == std::set<std::string>{"run.ckpt"});
+  std::remove((shm + "/run.ckpt").c_str());
+  ::rmdir(shm.c_str());
+}
+
+TEST_CASE("OutputFile: devices, FIFOs and open files named through /proc are written in place") {
+  gradsum::OutputFile null("/dev/null", "--log");
+  REQUIRE(null.kind() == gradsum::OutputFile::Kind::in_place);  // else never commit over it
+  null.write("discarded\n");
+  null.commit();
+  struct stat info;
+  REQUIRE(::lstat("/dev/null", &info) == 0);
+  CHECK(S_ISCHR(info.st_mode));
+
+  // A pipe's write end, named as /proc/self/fd/N, /dev/fd/N and (as the
+  // standard output) /dev/stdout: the reader gets the bytes.
+  for (const std::string name : {"/proc/self/fd/", "/dev/fd/", "/dev/stdout"}) {
+    int pipe_fds[2];
+    REQUIRE(::pipe(pipe_fds) == 0);
+    std::fflush(stdout);
+    const int saved = ::dup(STDOUT_FILENO);
+    if (name == "/dev/stdout") ::dup2(pipe_fds[1], STDOUT_FILENO);
+    const std::string path = name == "/dev/stdout" ? name : name + std::to_string(pipe_fds[1]);
+    std::string error;
+    try {
+      gradsum::write_output(path, "through " + path + "\n", "--log");
+    } catch (const gradsum::Error& e) {
+      error = e.what();
+    }
+    ::dup2(saved, STDOUT_FILENO);
+    ::close(saved);
+    ::close(pipe_fds[1]);
+    CHECK(error == "");
+    CHECK(drain(pipe_fds[0]) == "through " + path + "\n");
+  }
+
+  // An open regular file named through /proc is a handle, not a name: it
+  // is appended to (its name may be gone), and stays the same file.
+  const std::string dir = temp_folder();
+  const std::string file = dir + "/open.txt";
+  write_bytes(file, "before\n");
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND);
+  REQUIRE(fd >= 0);
+  const ino_t before = inode_of(file);
+  gradsum::write_output("/proc/self/fd/" + std::to_string(fd), "after\n", "--log");
+  ::close(fd);
+  CHECK(read_bytes(file) == "before\nafter\n");
+  CHECK(inode_of(file) == before);
+
+  // A FIFO reached through a link is still written in place.
+  const std::string fifo = dir + "/pipe", link = dir + "/to_pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  REQUIRE(::symlink("pipe", link.c_str()) == 0);
+  std::string got;
+  std::thread reader([&] {
+    const int in = ::open(fifo.c_str(), O_RDONLY);
+    if (in >= 0) got = drain(in);
+  });
+  gradsum::write_output(link, "into the FIFO\n", "--log");
+  reader.join();
+  CHECK(got == "into the FIFO\n");
+  CHECK(folder_entries(dir) == std::set<std::string>{"open.txt", "pipe", "to_pipe"});
+  for (const auto& name : folder_entries(dir)) std::remove((dir + "/" + name).c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("OutputFile: a link in a sticky world-writable folder is followed as the kernel would") {
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: only root can plant a link owned by another user");
+    return;
+  }
+  const uid_t other = 65534;  // nobody
+  const std::string dir = temp_folder();
+  const std::string sticky = dir + "/sticky", victim = dir + "/victim.txt";
+  REQUIRE(::mkdir(sticky.c_str(), 0700) == 0);
+  REQUIRE(::chmod(sticky.c_str(), 01777) == 0);
+  REQUIRE(::mkdir((dir + "/real").c_str(), 0755) == 0);
+  write_bytes(victim, "precious data\n");
+  // Planted by `nobody`: a link to the victim, and one to a folder on the way.
+  REQUIRE(::symlink(victim.c_str(), (sticky + "/params.txt").c_str()) == 0);
+  REQUIRE(::symlink((dir + "/real").c_str(), (sticky + "/folder").c_str()) == 0);
+  for (const char* name : {"params.txt", "folder"})
+    REQUIRE(::lchown((sticky + "/" + name).c_str(), other, other) == 0);
+
+  const std::string why = ", neither you (uid 0) nor the owner of its sticky world-writable "
+                          "folder (uid 0), and such a link is not followed (the rule of the "
+                          "kernel's fs.protected_symlinks)";
+  for (const std::string name : {"params.txt", "folder/params.txt"}) {
+    const std::string path = sticky + "/" + name;
+    const std::string link = sticky + "/" + name.substr(0, name.find('/'));
+    const std::string expected = "--save-params: cannot write '" + path +
+                                 "': the symbolic link '" + link + "' belongs to uid 65534" + why;
+    auto save = +[](const std::string& p) { gradsum::write_output(p, "x\n", "--save-params"); };
+    auto probe = +[](const std::string& p) { gradsum::OutputFile::check(p, "--save-params"); };
+    CHECK(error_of(save, path) == expected);
+    CHECK(error_of(probe, path) == expected);
+  }
+  CHECK(read_bytes(victim) == "precious data\n");
+  CHECK(folder_entries(dir + "/real").empty());
+  CHECK(folder_entries(sticky) == std::set<std::string>{"folder", "params.txt"});
+  CHECK(link_target(sticky + "/params.txt") == victim);
+
+  // The kernel's exceptions: one's own link, a link of the folder's owner,
+  // and any link in a sticky folder that not everyone may write.
+  REQUIRE(::lchown((sticky + "/params.txt").c_str(), 0, 0) == 0);
+  gradsum::write_output(sticky + "/params.txt", "one's own link\n", "--save-params");
+  CHECK(read_bytes(victim) == "one's own link\n");
+  REQUIRE(::lchown((sticky + "/params.txt").c_str(), other, other) == 0);
+  REQUIRE(::chown(sticky.c_str(), other, other) == 0);
+  gradsum::write_output(sticky + "/params.txt", "the folder owner's link\n", "--save-params");
+  CHECK(read_bytes(victim) == "the folder owner's link\n");
+  REQUIRE(::chown(sticky.c_str(), 0, 0) == 0);
+  REQUIRE(::chmod(sticky.c_str(), 01775) == 0);
+  gradsum::write_output(sticky + "/folder/params.txt", "not world-writable\n", "--save-params");
+  CHECK(read_bytes(dir + "/real/params.txt") == "not world-writable\n");
+  for (const char* name : {"params.txt", "folder"}) std::remove((sticky + "/" + name).c_str());
+  std::remove((dir + "/real/params.txt").c_str());
+  std::remove(victim.c_str());
+  ::rmdir((dir + "/real").c_str());
+  ::rmdir(sticky.c_str());
   ::rmdir(dir.c_str());
 }

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Every file gradsum-train and gradsum-predict write goes exactly where the
-# user points: never through a link planted beside it, through a link the
-# user names to its target (the link kept), in place into a FIFO, to
-# standard output for '-'; a folder that may not be written or a write that
-# runs out of room (a full disk, a file-size limit) fails the run naming
-# the path, and leaves every existing file byte-identical. Under MPI a
-# failed write on rank 0 fails every rank.
+# user points: never through a link planted beside it nor through another
+# user's link in a sticky folder, through a link the user names to its
+# target (the link kept), in place into a FIFO, a device or an open file
+# named in /proc, to standard output for '-'; a regular file is replaced
+# however its path is spelled (under /dev too); a folder that may not be
+# written or a write that runs out of room (a full disk, a file-size limit)
+# fails the run naming the path, and leaves every existing file
+# byte-identical. Under MPI a failed write on rank 0 fails every rank.
 #
 # usage: outputs.sh TRAIN PREDICT DATA_DIR [MPIEXEC NUMPROC_FLAG]
 set -uo pipefail
@@ -18,7 +20,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/common.sh"
 train="$1" predict="$2" sklearn="$3" mpiexec="${4:-}" np_flag="${5:-}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/gradsum_outputs_cli.XXXXXX")"
-trap 'umount "$work/full" 2>/dev/null; chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+shm=""  # a folder in /dev/shm, made below
+trap 'umount "$work/full" 2>/dev/null; chmod -R u+w "$work" 2>/dev/null; rm -rf "$work" $shm' EXIT
 cd "$work" || exit 1
 real="$(pwd -P)"  # the folder as error messages name it, links resolved
 
@@ -87,6 +90,54 @@ cmp -s got.params ref.params || bad "the --save-params FIFO's reader got other b
 cmp -s got.ckpt ref.ckpt || bad "the --checkpoint FIFO's reader got another checkpoint"
 ok "FIFOs with readers: each reader got the bytes, the FIFOs are still FIFOs"
 
+# --- by the file's type, never its name ----------------------------------------
+# A regular file in /dev/shm is replaced: a checkpoint written over the one
+# the run resumed from is one checkpoint, and loads again.
+plain=(--data "$iris" --model softmax --progress off)
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+  shm="$(mktemp -d /dev/shm/gradsum_outputs_cli.XXXXXX)"
+  "$train" "${plain[@]}" --epochs 2 --checkpoint "$shm/run.ckpt" --save-params "$shm/p.txt" \
+    >/dev/null || bad "the run into /dev/shm failed"
+  for epochs in 4 6; do
+    "$train" "${plain[@]}" --epochs $epochs --resume "$shm/run.ckpt" --checkpoint "$shm/run.ckpt" \
+      --save-params "$shm/p.txt" >/dev/null 2>err.txt ||
+      bad "--resume and --checkpoint $shm/run.ckpt, --epochs $epochs: $(head -c 300 err.txt)"
+  done
+  [[ $(wc -c <"$shm/run.ckpt") == $(wc -c <ref.ckpt) ]] ||
+    bad "$shm/run.ckpt holds $(wc -c <"$shm/run.ckpt") bytes, one checkpoint $(wc -c <ref.ckpt)"
+  [[ $(wc -l <"$shm/p.txt") == 15 ]] || bad "$shm/p.txt holds $(wc -l <"$shm/p.txt") lines, expected 15"
+  "$predict" --params "$shm/run.ckpt" --data "$iris" >/dev/null 2>err.txt ||
+    bad "gradsum-predict cannot load $shm/run.ckpt: $(head -c 300 err.txt)"
+  ok "/dev/shm: a checkpoint resumed from and written over twice is one checkpoint, and loads"
+else
+  echo "note: /dev/shm is missing or may not be written: its cases are skipped"
+fi
+# /dev/.. is /: a regular file under it is replaced, not appended to.
+printf 'old\n' >dotdot.txt
+"$train" "${run[@]}" --save-params "/dev/..$real/dotdot.txt" >/dev/null || bad "the run into /dev/..$real failed"
+cmp -s dotdot.txt ref.params || bad "--save-params /dev/..$real/dotdot.txt did not replace the file"
+ok "/dev/..$real/dotdot.txt: replaced like any regular file"
+# An open pipe named /proc/self/fd/3, /dev/fd/3 or /dev/stdout: written in
+# place, the reader gets the bytes.
+for out in /proc/self/fd/3 /dev/fd/3; do
+  "$train" "${run[@]}" --save-params $out 3>&1 >/dev/null | cmp -s - ref.params ||
+    bad "--save-params $out (a pipe): its reader got other bytes"
+done
+# (The program's own lines, in the buffer of its standard output, come last.)
+"$train" "${run[@]}" --save-params /dev/stdout | grep -E '^-?[0-9]' | cmp -s - ref.params ||
+  bad "--save-params /dev/stdout (a pipe): its reader got other bytes"
+# A character device: a null device of the script's own, /dev/null left alone.
+if mknod null c 1 3 2>/dev/null; then
+  "$train" "${run[@]}" --save-params null --log null --checkpoint null >/dev/null ||
+    bad "the run into a null device failed"
+  [[ -c null && ! -s null ]] || bad "the null device was replaced"
+  [[ "$(ls -A | grep -c '^\.null\.')" == 0 ]] || bad "temporary files left beside the null device"
+  ok "a character device (a null device): written in place, still a device"
+else
+  echo "note: cannot make a device node (root only): the character device case is skipped"
+fi
+ok "/proc/self/fd/3, /dev/fd/3 and /dev/stdout, a pipe: written in place"
+
 # --- '-' is standard output --------------------------------------------------
 "$train" "${run[@]}" --save-params - >stdout.txt || bad "--save-params - failed"
 tail -n 15 stdout.txt | cmp -s - ref.params || bad "--save-params - printed other values"
@@ -103,6 +154,35 @@ status=0
 "$predict" --params ref.ckpt --data "$iris" --output - 2>/dev/null | cmp -s - pred.stdout ||
   bad "--output - differs from the default"
 ok "'-' for --save-params, --log and gradsum-predict --output; --checkpoint - refused (exit 2)"
+
+# --- another user's link in a sticky folder is not followed ------------------
+# The kernel's fs.protected_symlinks rule, whatever its setting: in a
+# sticky, world-writable folder, a link is followed only if it belongs to
+# the caller or to the folder's owner. Root only (it plants nobody's link).
+if [[ $(id -u) == 0 ]]; then
+  mkdir shared && chmod 1777 shared
+  printf 'precious data\n' >outside.txt
+  ln -s "$real/outside.txt" shared/p.txt && chown -h 65534:65534 shared/p.txt
+  rule="the symbolic link '$real/shared/p.txt' belongs to uid 65534, neither you (uid 0) nor the owner of its sticky world-writable folder (uid 0), and such a link is not followed"
+  expect 1 "--save-params: cannot write 'shared/p.txt': $rule" "--save-params through nobody's link in a sticky folder" -- \
+    "$train" "${run[@]}" --save-params shared/p.txt
+  grep -q '^epoch' out.txt && bad "--save-params through nobody's link: it trained before failing"
+  expect 1 "gradsum::save_checkpoint: cannot write 'shared/p.txt': $rule" "--checkpoint through nobody's link" -- \
+    "$train" "${run[@]}" --checkpoint shared/p.txt
+  expect 1 "gradsum::CsvLog: cannot write 'shared/p.txt': $rule" "--log through nobody's link" -- \
+    "$train" "${run[@]}" --log shared/p.txt
+  expect 1 "--output: cannot write 'shared/p.txt': $rule" "gradsum-predict --output through nobody's link" -- \
+    "$predict" --params ref.ckpt --data "$iris" --output shared/p.txt
+  [[ "$(cat outside.txt)" == "precious data" ]] || bad "the file behind nobody's link was changed"
+  [[ -L shared/p.txt && "$(ls -A shared)" == p.txt ]] || bad "the sticky folder changed: $(ls -A shared)"
+  # The folder's owner's link is followed.
+  chown 65534:65534 shared
+  "$train" "${run[@]}" --save-params shared/p.txt >/dev/null || bad "the run through the folder owner's link failed"
+  cmp -s outside.txt ref.params || bad "--save-params through the folder owner's link did not update its target"
+  ok "a link in a sticky folder: nobody's refused, the folder owner's followed"
+else
+  echo "note: not root: the links of another user in a sticky folder are skipped"
+fi
 
 # --- failures: every existing file stays as it was ---------------------------
 # A folder that may not be written. Root may write anything: the program

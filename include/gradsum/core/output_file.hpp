@@ -12,11 +12,15 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/vfs.h>
+#endif
 
 #include <cerrno>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -36,6 +40,31 @@ struct OutputOptions {
   bool append = false;
 };
 
+namespace detail {
+
+/// The rule of the kernel's `fs.protected_symlinks`, applied whatever that
+/// setting: a link in a sticky, world-writable folder (such as /tmp) is
+/// followed only if it belongs to the follower or to the folder's owner.
+inline bool may_follow(const struct stat& link, const struct stat& folder) {
+  const mode_t shared = S_ISVTX | S_IWOTH;
+  return link.st_uid == ::geteuid() || (folder.st_mode & shared) != shared ||
+         link.st_uid == folder.st_uid;
+}
+
+/// Whether the folder open as `fd` is in /proc, whose links (/proc/self/fd/N)
+/// name open files, not paths: only the kernel can follow them.
+inline bool in_proc(int fd) {
+#ifdef __linux__
+  struct statfs info;
+  return ::fstatfs(fd, &info) == 0 && info.f_type == 0x9fa0;  // PROC_SUPER_MAGIC
+#else
+  (void)fd;
+  return false;
+#endif
+}
+
+}  // namespace detail
+
 /// The options of a binary output (a checkpoint): no standard output.
 inline OutputOptions binary_output() {
   OutputOptions o;
@@ -46,19 +75,25 @@ inline OutputOptions binary_output() {
 /// A file being written, which takes the place of its target only when
 /// commit() succeeds.
 ///
-/// - A regular file, or a path that does not exist yet: the path's
-///   symbolic links are resolved first (a link the user names is kept and
-///   its target is written), then the bytes go to a temporary file created
+/// The path is walked one name at a time, each symbolic link on it (a
+/// folder's or the target's) checked before it is followed: one in a
+/// sticky, world-writable folder that belongs neither to the caller nor to
+/// the folder's owner is refused (detail::may_follow). What the walk finds
+/// decides, by its type, never by its name:
+///
+/// - A regular file, or nothing yet: a link the user names is kept and its
+///   target is written; the bytes go to a temporary file created
 ///   exclusively (`O_CREAT | O_EXCL | O_NOFOLLOW`, an unpredictable name
 ///   `.NAME.<16 hex digits>.tmp`) in the target's real folder. commit()
 ///   flushes it to the disk, gives it the target's permissions (and owner,
 ///   where allowed) and renames it over the target, then flushes the
 ///   folder. A planted file or link under any name is never written
 ///   through, and a target the user may not write is refused.
-/// - A target that exists and is not a regular file (a FIFO, a character
-///   device, a socket), or a path under `/dev/` or `/proc/`: written in
-///   place, appending, with no temporary file and no rename. Opening a
-///   FIFO waits for its reader.
+/// - Anything else that is not a folder (a FIFO, a device, a socket), and
+///   anything in /proc (an open file named `/proc/self/fd/N`, or
+///   `/dev/stdout` that links there, which the kernel alone can follow):
+///   written in place, appending, with no temporary file and no rename.
+///   Opening a FIFO waits for its reader.
 /// - "-": standard output (see OutputOptions::standard_output).
 ///
 /// Every failure throws gradsum::Error naming `who` (the flag or function
@@ -202,26 +237,47 @@ class OutputFile {
       fd_ = STDOUT_FILENO;
       return;
     }
+    resolve();
     struct stat info;
-    const bool exists = ::stat(path_.c_str(), &info) == 0;
+    const int links = by_kernel_ ? 0 : AT_SYMLINK_NOFOLLOW;
+    const bool exists = ::fstatat(folder_fd_, name_.c_str(), &info, links) == 0;
     if (exists && S_ISDIR(info.st_mode)) fail_open(std::strerror(EISDIR));
-    if ((exists && !S_ISREG(info.st_mode)) || special_path(path_)) {
+    if (by_kernel_ || (exists && !S_ISREG(info.st_mode))) {
       kind_ = Kind::in_place;
       if (probe && !exists) fail_open(std::strerror(ENOENT));
       if (!probe) open_in_place();
       return;
     }
-    open_temporary(options.append && !probe);
+    open_temporary(exists ? &info : nullptr, options.append && !probe);
   }
 
   static constexpr std::size_t buffer_limit = std::size_t(1) << 16;
+#ifdef O_PATH
+  static constexpr int walk_flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+#else
+  static constexpr int walk_flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+#endif
 
-  static bool special_path(const std::string& p) {
-    return p.compare(0, 5, "/dev/") == 0 || p.compare(0, 6, "/proc/") == 0;
+  static std::string join(const std::string& folder, const std::string& name) {
+    return folder == "/" ? "/" + name : folder + "/" + name;
+  }
+  static std::string parent(const std::string& folder) {
+    const auto slash = folder.find_last_of('/');
+    return slash == 0 || slash == std::string::npos ? "/" : folder.substr(0, slash);
   }
 
-  [[noreturn]] void fail_open(const std::string& reason) const {
+  // Closes what is open, then throws.
+  [[noreturn]] void fail_open(const std::string& reason) {
+    close_all();
     detail::fail(who_, ": cannot write '", path_, "': ", reason);
+  }
+  // A folder on the way to `spelled` (the path or a link's text) is missing
+  // or may not be searched.
+  [[noreturn]] void fail_folder(const std::string& spelled, int e) {
+    const auto slash = spelled.find_last_of('/');
+    std::string folder = slash == std::string::npos ? "." : spelled.substr(0, slash);
+    if (folder.empty()) folder = "/";
+    fail_open(detail::concat("its folder '", folder, "': ", std::strerror(e)));
   }
   // Removes the temporary file, then throws.
   [[noreturn]] void fail_write(const std::string& doing, int e) {
@@ -240,53 +296,117 @@ class OutputFile {
   }
 
   void open_in_place() {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+    const int links = by_kernel_ ? 0 : O_NOFOLLOW;
+    fd_ = ::openat(folder_fd_, name_.c_str(), O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC | links);
     if (fd_ < 0) fail_open(std::strerror(errno));
   }
 
-  // The target with every symbolic link along its path resolved: its real
-  // folder (opened, as folder_fd_) and its name in it.
+  // Walks path_ as the kernel does, from one open folder to the next, so
+  // that no link is followed unchecked: leaves the target's real folder
+  // open as folder_fd_ (named folder_) and its name there in name_.
   void resolve() {
-    std::string p = path_;
-    for (int links = 0;; ++links) {
+    std::string rest = path_, spelled = path_;  // spelled: the path, or the link's text
+    start(rest);
+    for (int links = 0;;) {
+      const auto slash = rest.find('/');
+      const bool last = slash == std::string::npos;
+      const std::string name = rest.substr(0, slash);
+      rest.erase(0, last ? rest.size() : slash + 1);
       struct stat info;
-      if (::lstat(p.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) break;
-      if (links == 40) fail_open(std::strerror(ELOOP));
-      std::string to(std::size_t(info.st_size > 0 ? info.st_size : 255) + 1, '\0');
-      const ssize_t n = ::readlink(p.c_str(), &to[0], to.size());
-      if (n < 0 || std::size_t(n) >= to.size()) fail_open("reading its symbolic link failed");
-      to.resize(std::size_t(n));
-      const auto slash = p.find_last_of('/');
-      p = to.empty() || to[0] == '/' || slash == std::string::npos ? to : p.substr(0, slash + 1) + to;
+      if (name.empty() || name == "." || name == "..") {
+        if (last) fail_open(std::strerror(EISDIR));
+        if (name == "..") enter(name, spelled, parent(folder_));
+      } else if (::fstatat(folder_fd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (!last) fail_folder(spelled, errno);
+        if (errno != ENOENT) fail_open(std::strerror(errno));
+        return found(name);
+      } else if (!S_ISLNK(info.st_mode)) {
+        if (last) return found(name);
+        if (!S_ISDIR(info.st_mode)) fail_folder(spelled, ENOTDIR);
+        enter(name, spelled, join(folder_, name));
+      } else {
+        if (++links > 40) fail_open(std::strerror(ELOOP));
+        follow(name, info, last, rest, spelled);
+        if (by_kernel_) return found(name);
+      }
     }
-    const auto slash = p.find_last_of('/');
-    std::string folder = slash == std::string::npos ? "." : p.substr(0, slash);
-    if (folder.empty()) folder = "/";
-    name_ = slash == std::string::npos ? p : p.substr(slash + 1);
-    if (name_.empty() || name_ == "." || name_ == "..") fail_open(std::strerror(EISDIR));
-    char* real = ::realpath(folder.c_str(), nullptr);
-    if (!real) fail_open(detail::concat("its folder '", folder, "': ", std::strerror(errno)));
-    folder_ = real;
-    std::free(real);
-    folder_fd_ = ::open(folder_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (folder_fd_ < 0)
-      fail_open(detail::concat("its folder '", folder_, "': ", std::strerror(errno)));
+  }
+  // What /proc holds is the kernel's, never replaced: written in place.
+  void found(const std::string& name) {
+    name_ = name;
+    by_kernel_ = detail::in_proc(folder_fd_);
   }
 
-  void open_temporary(bool append) {
-    kind_ = Kind::replace;
-    resolve();
-    struct stat target;
-    const bool exists = ::fstatat(folder_fd_, name_.c_str(), &target, AT_SYMLINK_NOFOLLOW) == 0;
-    if (exists && !S_ISREG(target.st_mode)) {  // changed since the first look
-      close_all();
-      fail_open("it is no longer a regular file");
-    }
-    if (exists && ::faccessat(folder_fd_, name_.c_str(), W_OK, AT_EACCESS) != 0) {
+  // Starts the walk of `rest` at "/" (dropping its leading slashes) or at
+  // the working folder.
+  void start(std::string& rest) {
+    const bool absolute = rest[0] == '/';
+    const int fd = ::open(absolute ? "/" : ".", walk_flags);
+    char* working = absolute ? nullptr : ::getcwd(nullptr, 0);
+    if (fd < 0 || (!absolute && !working)) {
       const int e = errno;
-      close_all();
-      fail_open(std::strerror(e));
+      if (fd >= 0) ::close(fd);
+      fail_open(detail::concat("the working folder: ", std::strerror(e)));
     }
+    folder_ = absolute ? "/" : working;
+    std::free(working);
+    if (folder_fd_ >= 0) ::close(folder_fd_);
+    folder_fd_ = fd;
+    if (absolute) rest.erase(0, rest.find_first_not_of('/'));
+  }
+
+  // Goes from folder_ into its entry `name`, whose real path is `real`.
+  void enter(const std::string& name, const std::string& spelled, std::string real,
+             bool follow = false) {
+    const int fd = ::openat(folder_fd_, name.c_str(), walk_flags | (follow ? 0 : O_NOFOLLOW));
+    if (fd < 0) fail_folder(spelled, errno);
+    ::close(folder_fd_);
+    folder_fd_ = fd;
+    folder_ = std::move(real);
+  }
+
+  // Follows the link `name` in folder_ once checked: one in /proc through
+  // the kernel (the last one is left to open), any other by putting its
+  // text before the rest of the path.
+  void follow(const std::string& name, const struct stat& link, bool last, std::string& rest,
+              std::string& spelled) {
+    struct stat folder;
+    if (::fstat(folder_fd_, &folder) != 0) fail_folder(spelled, errno);
+    if (!detail::may_follow(link, folder))
+      fail_open(detail::concat("the symbolic link '", join(folder_, name), "' belongs to uid ",
+                               link.st_uid, ", neither you (uid ", ::geteuid(),
+                               ") nor the owner of its sticky world-writable folder (uid ",
+                               folder.st_uid, "), and such a link is not followed (the rule of ",
+                               "the kernel's fs.protected_symlinks)"));
+    char text[4096];
+    const ssize_t n = ::readlinkat(folder_fd_, name.c_str(), text, sizeof text);
+    if (n <= 0 || std::size_t(n) >= sizeof text)
+      fail_open(detail::concat("reading the symbolic link '", join(folder_, name), "' failed"));
+    const std::string to(text, std::size_t(n));
+    if (detail::in_proc(folder_fd_)) {
+      if (last)
+        by_kernel_ = true;
+      else
+        enter(name, spelled, to[0] == '/' ? to : join(folder_, to), true);
+      return;
+    }
+    if (last) spelled = to[0] == '/' ? to : join(folder_, to);
+    rest = last ? to : to + "/" + rest;
+    if (to[0] == '/') start(rest);
+  }
+
+  // A regular file that exists (`target`), or nothing yet.
+  void open_temporary(const struct stat* target, bool append) {
+    kind_ = Kind::replace;
+    const bool exists = target != nullptr;
+    if (exists && ::faccessat(folder_fd_, name_.c_str(), W_OK, AT_EACCESS) != 0)
+      fail_open(std::strerror(errno));
+    // The walk's handle may only name the folder (O_PATH); this one syncs.
+    const int folder = ::openat(folder_fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (folder < 0)
+      fail_open(detail::concat("its folder '", folder_, "': ", std::strerror(errno)));
+    ::close(folder_fd_);
+    folder_fd_ = folder;
     std::random_device entropy;
     std::mt19937_64 bits((std::uint64_t(entropy()) << 32) ^ entropy());
     for (int attempt = 0; fd_ < 0; ++attempt) {
@@ -299,15 +419,14 @@ class OutputFile {
       if (errno == EEXIST && attempt < 100) continue;
       const int e = errno;
       temporary_.clear();
-      close_all();
       fail_open(detail::concat("creating a temporary file in '", folder_, "': ",
                                std::strerror(e)));
     }
     if (exists) {
       // The owner first: changing it may clear set-id bits that fchmod restores.
-      if (target.st_uid != ::geteuid() || target.st_gid != ::getegid())
-        (void)::fchown(fd_, target.st_uid, target.st_gid);  // allowed for root only
-      if (::fchmod(fd_, target.st_mode & 07777) != 0) fail_write("keeping its permissions", errno);
+      if (target->st_uid != ::geteuid() || target->st_gid != ::getegid())
+        (void)::fchown(fd_, target->st_uid, target->st_gid);  // allowed for root only
+      if (::fchmod(fd_, target->st_mode & 07777) != 0) fail_write("keeping its permissions", errno);
     }
     if (append && exists) copy_existing();
   }
@@ -360,6 +479,7 @@ class OutputFile {
   std::string buffer_;
   std::size_t written_ = 0;
   bool committed_ = false;
+  bool by_kernel_ = false;  // the target is in /proc: written in place, its link followed there
 };
 
 /// Writes `bytes` to `path` through an OutputFile and commits it.
