@@ -421,6 +421,7 @@ int train(const Context& context, const Model& model, const Loss& loss,
     gradsum::CheckpointData saved;
     fit_options.start = gradsum::load_checkpoint(o.resume, step, theta, &saved);
     fit_options.loop = std::move(saved.loop);  // early stopping, best parameters, stopping rules
+    fit_options.start_file = o.resume;
     if (fit_options.start.seed != o.seed)
       gradsum::fail("--resume: '", o.resume, "' was written with --seed ",
                     fit_options.start.seed, ", this run has --seed ", o.seed);

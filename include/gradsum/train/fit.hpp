@@ -8,6 +8,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/restored.hpp>
 #include <gradsum/data/partition.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/data/sampler.hpp>
@@ -126,6 +127,46 @@ void run_phase(Aggregation& aggregation, Callback* const* callbacks, std::size_t
   });
 }
 
+/// Restores the loop state options.loop (see fit()) into the averages, the
+/// stopping rules and the callbacks, and returns whether training had
+/// ended early. Every value is checked before use (it comes from a file);
+/// a message is completed with the checkpoint's name when known.
+inline bool restore_loop(const FitOptions& options, MovingAverage& loss_average,
+                         NoiseScale& noise, Stopper& stopper, Callback* const* list) {
+  const auto& loop = options.loop;
+  try {
+    if (loop.size() < 2 || loop[0] != 0.0)
+      fail("gradsum::fit: the checkpoint's loop state (", loop.size(),
+           " values) was not written by fit()");
+    const bool ended_early = restored_flag(loop[1], "gradsum::fit: the saved loop flag 'ended "
+                                           "early'");
+    std::size_t at = 2;
+    loss_average.restore_state(loop, at);
+    noise.restore_state(loop, at);
+    stopper.restore_state(loop, at);
+    for (Callback* const* c = list; *c; ++c) (*c)->restore_state(loop, at);
+    if (at != loop.size())
+      fail("gradsum::fit: the checkpoint's loop state holds ", loop.size(),
+           " values, this run's stopping rules and callbacks read ", at,
+           ": resume with the callbacks the checkpoint was written with (e.g. the same "
+           "early-stopping setting)");
+    return ended_early;
+  } catch (const Error& e) {
+    if (options.start_file.empty()) throw;
+    throw Error(concat(e.what(), " (checkpoint '", options.start_file, "')"));
+  }
+}
+
+/// Checks that options.start lies inside an epoch of `batches` mini-batches
+/// (at its end at most): past it, the epoch would never complete.
+inline void check_start(const FitOptions& options, std::int64_t batches) {
+  if (options.start.batch > batches)
+    fail("gradsum::fit: the start position is batch ", options.start.batch, " of epoch ",
+         options.start.epoch, ", but an epoch has ", batches, " mini-batches",
+         options.start_file.empty() ? "" : concat(" (checkpoint '", options.start_file, "')"),
+         "; resume with the batch size and data the checkpoint was written with");
+}
+
 }  // namespace detail
 
 /// Trains `theta` with `step` on `data` for `options.epochs` epochs and
@@ -165,6 +206,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     aggregation.aggregate_max(step.space(), most);
     batches = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), most)(0);
   }
+  on_every_rank(aggregation, [&] { detail::check_start(options, batches); });
   auto micro_batch = [&](std::int64_t b) -> Rows {
     if (options.batch == 0) {  // full batch, stored order
       if (sampler.num_batches() == 0) return Rows{};  // no rows here (an empty shard)
@@ -210,25 +252,11 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     for (Callback* const* c = list; *c; ++c) (*c)->save_state(out);
     return out;
   };
-  if (!options.loop.empty()) {
+  if (!options.loop.empty())
     on_every_rank(aggregation, [&] {
-      const auto& loop = options.loop;
-      if (loop.size() < 2 || loop[0] != 0.0)
-        detail::fail("gradsum::fit: the checkpoint's loop state (", loop.size(),
-                     " values) was not written by fit()");
-      stopped = ended_early = loop[1] != 0;
-      std::size_t at = 2;
-      loss_average.restore_state(loop, at);
-      noise.restore_state(loop, at);
-      stopper.restore_state(options.loop, at);
-      for (Callback* const* c = list; *c; ++c) (*c)->restore_state(options.loop, at);
-      if (at != options.loop.size())
-        detail::fail("gradsum::fit: the checkpoint's loop state holds ", options.loop.size(),
-                     " values, this run's stopping rules and callbacks read ", at,
-                     ": resume with the callbacks the checkpoint was written with (e.g. the "
-                     "same early-stopping setting)");
+      stopped = ended_early =
+          detail::restore_loop(options, loss_average, noise, stopper, list);
     });
-  }
   // A run that had already stopped early stays stopped: resuming it does
   // no more updates, as the uninterrupted run did none.
   if (stopped) state.stop_reason = "training had already stopped when the checkpoint was written";
