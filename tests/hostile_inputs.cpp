@@ -12,6 +12,7 @@
 
 #include <gradsum/train/checkpoint.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -339,12 +340,157 @@ TEST_CASE_TEMPLATE_DEFINE("hostile inputs: every entry of the catalogue is rejec
   c.expect(49, "Softmax with 2^30 features and 2 classes", [&] { gradsum::Softmax(1 << 30, 2); },
            {"2 classes x (1073741824 features + 1) = 2147483650 parameters do not fit an int"});
 
+  // --- forged checkpoints: values no writer makes, with a valid length and
+  // checksum (encode_checkpoint computes them), are refused, naming the file,
+  // the field, the value and what was expected ---------------------------------
+  const std::string forged = dir + "/forged.ckpt";
+  const auto data = Data::from_host(4, 2, x, y);
+  // Writes a checkpoint of three steps with `optimizer` whose host values
+  // `edit` changes, then loads it into a fresh step, which must stay as it was.
+  auto load_forged = [&](auto optimizer, const std::function<void(std::vector<double>&)>& edit) {
+    auto step = gradsum::make_step<double>(space, Linear(2), SquaredError{}, optimizer);
+    auto theta = step.make_parameters();
+    for (int k = 0; k < 3; ++k) step(theta, data);
+    auto ck = gradsum::make_checkpoint(step, theta, {});
+    edit(ck.optimizer_host);
+    write_bytes(forged, gradsum::encode_checkpoint(ck));
+    auto fresh = gradsum::make_step<double>(space, Linear(2), SquaredError{}, optimizer);
+    auto target = fresh.make_parameters();
+    // Parameters, state rows and host values, as a checkpoint holds them.
+    auto everything = [&] {
+      return gradsum::encode_checkpoint(gradsum::make_checkpoint(fresh, target, {}));
+    };
+    const std::string before = everything();
+    try {
+      gradsum::load_checkpoint(forged, fresh, target);
+    } catch (const gradsum::Error&) {
+      CHECK_MESSAGE(everything() == before, "a refused load changed the step or theta");
+      throw;
+    }
+  };
+  const std::string in_forged = "gradsum::load_checkpoint: '" + forged + "': ";
+  // L-BFGS's host values: head, pairs held, stalls, then rho of each of m = 10 slots.
+  c.expect(50, "an L-BFGS checkpoint with history head 1e6", [&] {
+    load_forged(gradsum::LBFGS{}, [](std::vector<double>& v) { v[0] = 1e6; });
+  }, {in_forged + "L-BFGS's saved history head is 1e+06, expected an integer in [0, 9]"});
+  c.expect(51, "an L-BFGS checkpoint with history head NaN", [&] {
+    load_forged(gradsum::LBFGS{}, [&](std::vector<double>& v) { v[0] = nan; });
+  }, {in_forged + "L-BFGS's saved history head is nan, expected an integer in [0, 9]"});
+  c.expect(52, "an L-BFGS checkpoint with head -5 and 10 pairs held", [&] {
+    load_forged(gradsum::LBFGS{}, [](std::vector<double>& v) { v[0] = -5, v[1] = 10; });
+  }, {in_forged + "L-BFGS's saved history head is -5, expected an integer in [0, 9]"});
+  c.expect(53, "an L-BFGS checkpoint holding 2e9 pairs", [&] {
+    load_forged(gradsum::LBFGS{}, [](std::vector<double>& v) { v[1] = 2e9; });
+  }, {in_forged + "L-BFGS's saved number of pairs held is 2e+09, expected an integer in "
+                  "[0, 10]"});
+  c.expect(54, "an L-BFGS checkpoint with rho -1 for the pair held", [&] {
+    load_forged(gradsum::LBFGS{}, [](std::vector<double>& v) { v[0] = 1, v[1] = 1, v[3] = -1; });
+  }, {in_forged + "L-BFGS's saved rho of slot 0 is -1, expected a number in [0, inf]"});
+  c.expect(55, "an Adam checkpoint with update count -1e300", [&] {
+    load_forged(gradsum::Adam{}, [](std::vector<double>& v) { v[0] = -1e300; });
+  }, {in_forged + "the adam optimizer's saved update count t is -1e+300, expected an integer "
+                  "in [0, 9007199254740992]"});
+  c.expect(56, "a run-time AdamW (FirstOrder) checkpoint with update count 2.5", [&] {
+    load_forged(gradsum::FirstOrder(gradsum::AdamW{}),
+                [](std::vector<double>& v) { v[0] = 2.5; });
+  }, {in_forged + "the adamw optimizer's saved update count t is 2.5, expected an integer"});
+  c.expect(57, "a scheduled Momentum checkpoint with schedule count -1", [&] {
+    load_forged(gradsum::Scheduled<gradsum::Momentum>(gradsum::Momentum{},
+                                                      gradsum::Schedule::cosine(8)),
+                [](std::vector<double>& v) { v[0] = -1; });
+  }, {in_forged + "the learning-rate schedule's saved update count t is -1, expected an "
+                  "integer in [0, 9007199254740992]"});
+  c.expect(58, "a clipped SGD checkpoint with 1e20 clipped updates", [&] {
+    load_forged(gradsum::clip_gradient_norm(gradsum::SGD{}, 1.0),
+                [](std::vector<double>& v) { v[0] = 1e20; });
+  }, {in_forged + "gradient clipping's saved count of clipped updates is 1e+20"});
+  c.expect(59, "a run-time L-BFGS (LineSearchMethod) checkpoint holding 11 of 10 pairs", [&] {
+    load_forged(gradsum::LineSearchMethod(gradsum::LBFGS{}),
+                [](std::vector<double>& v) { v[1] = 11; });
+  }, {in_forged + "L-BFGS's saved number of pairs held is 11, expected an integer in [0, 10]"});
+
+  auto decode_scaled = [&](std::vector<double> mean, std::vector<double> scale) {
+    auto ck = small_checkpoint();
+    ck.scaler.mean = std::move(mean);
+    ck.scaler.scale = std::move(scale);
+    gradsum::decode_checkpoint("scaled.ckpt", gradsum::encode_checkpoint(ck));
+  };
+  c.expect(60, "a checkpoint whose scaler divides feature 1 by 0", [&] {
+    decode_scaled({0, 0}, {1, 0});
+  }, {"gradsum::load_checkpoint: the scaler of 'scaled.ckpt' has scale 0 for feature 1, "
+      "expected a positive finite number"});
+  c.expect(61, "a checkpoint whose scaler divides feature 0 by NaN", [&] {
+    decode_scaled({0, 0}, {nan, 1});
+  }, {"the scaler of 'scaled.ckpt' has scale nan for feature 0"});
+  c.expect(62, "a checkpoint of 2 features whose scaler holds 3", [&] {
+    decode_scaled({0, 0, 0}, {1, 1, 1});
+  }, {"'scaled.ckpt' declares 2 features but its scaler holds 3"});
+  c.expect(63, "a checkpoint at epoch 2^62", [&] {
+    auto ck = small_checkpoint();
+    ck.position.epoch = std::int64_t(1) << 62;
+    gradsum::decode_checkpoint("late.ckpt", gradsum::encode_checkpoint(ck));
+  }, {"'late.ckpt' holds epoch 4611686018427387904, expected an integer in "
+      "[0, 9007199254740992]"});
+  {
+    // fit()'s loop state, as a Checkpointer saved it after one epoch of two
+    // mini-batches with early stopping: {1, ended early, batch size}, the loss average
+    // (sum, weight), the noise scale (two of those), the stopping rules
+    // (1, has previous, previous), early stopping (2, best, best epoch, waited).
+    const std::string saved_path = dir + "/loop.ckpt";
+    auto step = gradsum::make_step<double>(space, Linear(2), SquaredError{}, gradsum::SGD{});
+    auto theta = step.make_parameters();
+    gradsum::EarlyStopping early(5);
+    gradsum::Checkpointer<decltype(step), decltype(theta)> saver(saved_path, 1, step, theta);
+    gradsum::FitOptions o;
+    o.batch = 2;
+    gradsum::fit(step, theta, data, o, early, saver);
+    const gradsum::CheckpointData saved = gradsum::read_checkpoint(saved_path);
+    REQUIRE(saved.loop.size() == 16);
+    auto resume = [&](std::size_t at, double value, std::int64_t batch) {
+      gradsum::EarlyStopping again(5);
+      gradsum::FitOptions r = o;
+      r.epochs = 2;
+      r.start = saved.position;
+      r.start.batch = batch;
+      r.loop = saved.loop;
+      r.loop[at] = value;
+      r.start_file = saved_path;
+      gradsum::fit(step, theta, data, r, again);
+    };
+    const std::string in_saved = " (checkpoint '" + saved_path + "')";
+    c.expect(64, "a loop state whose early stopping saw its best at epoch -1", [&] {
+      resume(14, -1, 0);
+    }, {"gradsum::fit: the saved early-stopping best epoch is -1, expected an integer in "
+        "[0, 9007199254740992]" + in_saved});
+    c.expect(65, "a loop state whose loss average has weight NaN", [&] {
+      resume(4, nan, 0);
+    }, {"gradsum::MovingAverage: the saved weight is nan, expected a number in "
+        "[0, 1.7976931348623157e+308]" + in_saved});
+    c.expect(66, "a loop state whose 'ended early' flag is 7", [&] {
+      resume(1, 7, 0);
+    }, {"gradsum::fit: the saved loop flag 'ended early' is 7, expected 0 or 1" + in_saved});
+    c.expect(67, "a start at batch 9 of epochs of 2 mini-batches", [&] {
+      resume(1, 0, 9);
+    }, {"gradsum::fit: the checkpoint '" + saved_path + "' stopped after mini-batch 9 of "
+        "epoch 2, but this run's epochs have 2 mini-batches of 2 samples"});
+    std::remove(saved_path.c_str());
+  }
+  c.expect(68, "a checkpoint read from /dev/zero (endless zeros)", [&] {
+    gradsum::read_checkpoint("/dev/zero");
+  }, {"gradsum::load_checkpoint: '/dev/zero' is not a regular file (it is a character device)"});
+  const std::string pipe = dir + "/pipe.ckpt";
+  REQUIRE(::mkfifo(pipe.c_str(), 0600) == 0);
+  c.expect(69, "a checkpoint read from a pipe no one writes to", [&] {
+    gradsum::read_checkpoint(pipe);
+  }, {"'" + pipe + "' is not a regular file (it is a pipe)"});
+
   std::printf("hostile_inputs: %zu catalogue entries checked on %s (numbered 1-%d; the "
               "command-line entries follow in tests/cli/hostile_inputs.sh)\n",
               c.size(), gradsum::space_name<Space>().c_str(), c.last());
   CHECK(c.size() == std::size_t(c.last()));
   for (const char* name : {"three_rows.csv", "empty.svm", "wide.svm", "broken.csv.gz",
-                           "logistic.ckpt", "run.log", "run.log.partial"})
+                           "logistic.ckpt", "run.log", "run.log.partial", "forged.ckpt",
+                           "pipe.ckpt"})
     std::remove((dir + "/" + name).c_str());
   ::rmdir(dir.c_str());
 }

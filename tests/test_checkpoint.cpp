@@ -178,6 +178,26 @@ TEST_CASE("checkpoint: a version 1 file still loads, and class names round-trip"
   CHECK(decode_message(resealed(many)).find("while reading a class name") != std::string::npos);
 }
 
+TEST_CASE("a checkpoint's scaler names the checkpoint when the data's width differs") {
+  // version1_checkpoint holds a scaler of one feature (mean 1.5, scale 2).
+  const gradsum::CheckpointData old = gradsum::decode_checkpoint("old.ckpt", version1_checkpoint);
+  gradsum::Table wide;
+  wide.num_rows = 1;
+  wide.num_features = 2;
+  wide.features = {3, 4};
+  wide.targets = {0};
+  wide.source = "wide.csv";
+  CHECK_THROWS_WITH_AS(old.scaler.transform(wide),
+                       "gradsum::StandardScaler::transform: table 'wide.csv' has 2 features, "
+                       "but the scaler of 'old.ckpt' was fit on 1 features",
+                       gradsum::Error);
+  gradsum::Table narrow = wide;
+  narrow.num_features = 1;
+  narrow.features = {3.5};
+  old.scaler.transform(narrow);
+  CHECK(narrow.features[0] == 1.0);  // (3.5 - 1.5) / 2
+}
+
 TEST_CASE_TEMPLATE_DEFINE("save_checkpoint stores the class names", Space, class_names) {
   auto step = gradsum::make_step<double>(Space(), Linear(2), SquaredError{}, gradsum::SGD{});
   auto theta = step.make_parameters();
@@ -303,6 +323,77 @@ TEST_CASE_TEMPLATE_DEFINE("damaged or mismatched checkpoints are rejected, namin
   std::remove(bad.c_str());
 }
 TEST_CASE_TEMPLATE_APPLY(rejected, Spaces);
+
+TEST_CASE("L-BFGS restores its history bookkeeping up to the bounds, and not one past them") {
+  gradsum::LBFGS lbfgs;
+  lbfgs.m = 3;
+  // head, pairs held, stalls, rho of the 3 slots: the newest pair in slot 2.
+  lbfgs.restore_host_state({2, 3, 9007199254740992.0, 0.5, 0.25, 2});
+  CHECK(lbfgs.host_state() == std::vector<double>{2, 3, 9007199254740992.0, 0.5, 0.25, 2});
+  CHECK(lbfgs.stalls() == 9007199254740992);
+  const std::vector<double> kept = lbfgs.host_state();
+  auto refused = [&](const std::vector<double>& v) {
+    std::string message = "restored";
+    try {
+      lbfgs.restore_host_state(v);
+    } catch (const gradsum::Error& e) {
+      message = e.what();
+    }
+    CHECK(lbfgs.host_state() == kept);  // nothing changed
+    return message;
+  };
+  CHECK(refused({3, 0, 0, 0, 0, 0}) ==
+        "L-BFGS's saved history head is 3, expected an integer in [0, 2]");
+  CHECK(refused({0, 4, 0, 1, 1, 1}) ==
+        "L-BFGS's saved number of pairs held is 4, expected an integer in [0, 3]");
+  CHECK(refused({0, 0, 9007199254740994.0, 0, 0, 0}) ==
+        "L-BFGS's saved stall count is 9007199254740994, expected an integer in "
+        "[0, 9007199254740992]");
+  CHECK(refused({0, 0, 0, 0, std::nan(""), 0}) ==
+        "L-BFGS's saved rho of slot 1 is nan, expected a number in [0, inf]");
+  // Two pairs held, the newest in slot 0: slots 0 and 2 need rho > 0.
+  CHECK(refused({1, 2, 0, 1, 1, 0}) ==
+        "L-BFGS's saved rho of slot 2 (a pair held) is 0, expected 1 / s.y > 0");
+  CHECK(refused({0, 0, 0, 1, 1}) == "L-BFGS's saved history holds 5 values, expected 3 + m = 6");
+}
+
+TEST_CASE_TEMPLATE_DEFINE("a saved running sum of squares below 0 is refused", Space, squares) {
+  using Data = gradsum::Dataset<double, typename Space::memory_space>;
+  const auto data = Data::from_host(problem.n, problem.d, problem.x, problem.y);
+  const std::string path = temp_path("squares.ckpt");
+  // Each optimizer and the state row holding its (averaged) squared gradients.
+  auto check = [&](auto optimizer, int row, const std::string& name) {
+    INFO("optimizer " << name);
+    auto step = gradsum::make_step<double>(Space(), Linear(3), SquaredError{}, optimizer);
+    auto theta = step.make_parameters();
+    step(theta, data);
+    gradsum::CheckpointData c = gradsum::make_checkpoint(step, theta, {});
+    auto save_with = [&](double value) {  // as parameter 2 of the row
+      std::memcpy(&c.state_bytes[(std::size_t(row) * 4 + 2) * sizeof value], &value, sizeof value);
+      write_bytes(path, gradsum::encode_checkpoint(c));
+    };
+    auto fresh = gradsum::make_step<double>(Space(), Linear(3), SquaredError{}, optimizer);
+    auto target = fresh.make_parameters();
+    save_with(-0.5);
+    CHECK(load_message(path, fresh, target) ==
+          "gradsum::load_checkpoint: '" + path + "': the " + name + " optimizer's saved state "
+          "row " + std::to_string(row) + " (of squares) is -0.5 for parameter 2, expected a "
+          "number >= 0");
+    save_with(0);
+    CHECK(load_message(path, fresh, target) == "loaded");
+  };
+  check(gradsum::Adam{}, 1, "adam");
+  check(gradsum::AdamW{}, 1, "adamw");
+  check(gradsum::AdaGrad{}, 0, "adagrad");
+  check(gradsum::RMSProp{}, 0, "rmsprop");
+  check(gradsum::FirstOrder(gradsum::RMSProp{}), 0, "rmsprop");
+  check(gradsum::clip_gradient_norm(gradsum::Scheduled<gradsum::FirstOrder>(
+                                        gradsum::Adam{}, gradsum::Schedule::exponential(0.9)),
+                                    1.0),
+        1, "adam");
+  std::remove(path.c_str());
+}
+TEST_CASE_TEMPLATE_APPLY(squares, Spaces);
 
 TEST_CASE("a writer killed between write and rename leaves the previous checkpoint loadable") {
   using Space = Kokkos::DefaultHostExecutionSpace;

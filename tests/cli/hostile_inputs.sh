@@ -199,6 +199,63 @@ expect 1 "label7.csv: data row 2 (header not counted): target 7 is no class of t
   "gradsum-predict scoring a target that is no class of the model" -- \
   "$predict" --params logistic.ckpt --data label7.csv
 
+# --- forged checkpoints: values no writer makes, resealed; untrusted input -----
+# reseal.py IN OUT RECORD INDEX VALUE: IN with value INDEX of RECORD (host:
+# the optimizer's host values, mean, scale, loop) set to VALUE, and its
+# checksum made right again.
+cat >reseal.py <<'EOF'
+import struct, sys, zlib
+data = bytearray(open(sys.argv[1], 'rb').read())
+at = 24
+at += 4 + struct.unpack_from('<I', data, at)[0]
+size = struct.unpack_from('<I', data, at)[0]
+at += 4
+for _ in range(6): at += 4 + struct.unpack_from('<I', data, at)[0]  # policy names
+parameters = struct.unpack_from('<q', data, at)[0]
+rows = struct.unpack_from('<q', data, at + 64)[0]
+at += 72 + (1 + rows) * parameters * size
+for record in ['host', 'mean', 'scale', 'loop']:
+    count = struct.unpack_from('<Q', data, at)[0]
+    if record == sys.argv[3]:
+        struct.pack_into('<d', data, at + 8 + 8 * int(sys.argv[4]), float(sys.argv[5]))
+    at += 8 + 8 * count
+data = data[:-4]
+open(sys.argv[2], 'wb').write(bytes(data) + struct.pack('<I', zlib.crc32(data) & 0xffffffff))
+EOF
+"$train" --data "$iris" --model softmax --optimizer lbfgs --epochs 2 --progress off \
+  --checkpoint lbfgs.ckpt >/dev/null 2>&1 || bad "could not write an L-BFGS checkpoint to forge"
+python3 reseal.py lbfgs.ckpt head.ckpt host 0 1e6
+expect 1 "'head.ckpt': L-BFGS's saved history head is 1e+06, expected an integer in [0, 9]" \
+  "--resume an L-BFGS checkpoint whose history head is 1e6" -- \
+  "$train" --data "$iris" --model softmax --optimizer lbfgs --epochs 4 --progress off --resume head.ckpt
+python3 reseal.py lbfgs.ckpt stored.ckpt host 1 2e9
+expect 1 "'stored.ckpt': L-BFGS's saved number of pairs held is 2e+09, expected an integer in [0, 10]" \
+  "--resume an L-BFGS checkpoint holding 2e9 pairs" -- \
+  "$train" --data "$iris" --model softmax --optimizer lbfgs --epochs 4 --progress off --resume stored.ckpt
+"$train" --data "$iris" --model softmax --optimizer adam --epochs 2 --progress off \
+  --checkpoint adam.ckpt >/dev/null 2>&1 || bad "could not write an Adam checkpoint to forge"
+# The host values of gradsum-train's first-order optimizers: the clipped-update
+# count, the schedule's count, then Adam's update count t.
+python3 reseal.py adam.ckpt adam_t.ckpt host 2 -1e300
+expect 1 "'adam_t.ckpt': the adam optimizer's saved update count t is -1e+300, expected an integer" \
+  "--resume an Adam checkpoint whose update count is -1e300" -- \
+  "$train" --data "$iris" --model softmax --optimizer adam --epochs 4 --progress off --resume adam_t.ckpt
+expect 1 "gradsum::load_checkpoint: '/dev/zero' is not a regular file (it is a character device)" \
+  "--resume /dev/zero" -- "$train" --data "$iris" --model softmax --progress off --resume /dev/zero
+"$train" --data two.csv --standardize --epochs 1 --progress off --checkpoint scaled.ckpt \
+  >/dev/null 2>&1 || bad "could not write a checkpoint with a scaler to forge"
+python3 reseal.py scaled.ckpt zero_scale.ckpt scale 1 0
+expect 1 "the scaler of 'zero_scale.ckpt' has scale 0 for feature 1, expected a positive finite number" \
+  "gradsum-predict with a checkpoint whose scaler divides by 0" -- \
+  "$predict" --params zero_scale.ckpt --data two.csv
+python3 reseal.py scaled.ckpt nan_scale.ckpt scale 0 nan
+expect 1 "the scaler of 'nan_scale.ckpt' has scale nan for feature 0" \
+  "gradsum-predict with a checkpoint whose scaler divides by NaN" -- \
+  "$predict" --params nan_scale.ckpt --data two.csv
+expect 1 "has 4 features, but the scaler of 'scaled.ckpt' was fit on 2 features" \
+  "--resume a 2-feature checkpoint with a scaler on 4-feature data" -- \
+  "$train" --data "$iris" --standardize --progress off --resume scaled.ckpt
+
 # --- MPI: more ranks than samples, ranks that disagree --------------------------
 if [[ -n "$mpiexec" ]]; then
   # Every rank runs to its own end (no abort of the others), and records

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace gradsum {
@@ -27,6 +28,9 @@ struct StandardScaler {
   std::vector<double> mean;
   /// Divisor of each feature: its population standard deviation, or 1.
   std::vector<double> scale;
+  /// Where the scaler was read from (a checkpoint's path; empty when fit
+  /// here), named in messages.
+  std::string source;
 
   /// Computes the mean and scale of every feature of `table`. Throws
   /// gradsum::Error if the table has no rows or its feature storage does
@@ -34,9 +38,16 @@ struct StandardScaler {
   static StandardScaler fit(const Table& table);
 
   /// Replaces every feature x of `table` by (x - mean) / scale, in place.
-  /// Throws gradsum::Error, naming both widths, if `table.num_features`
-  /// differs from the number of features this scaler was fit on.
+  /// Throws gradsum::Error, naming both widths and the scaler's source, if
+  /// `table.num_features` differs from the number of features this scaler
+  /// was fit on.
   void transform(Table& table) const;
+
+  /// Throws gradsum::Error, naming `function`, the source, the feature and
+  /// the value, unless there are as many scales as means, every mean is
+  /// finite and every scale positive and finite: what fit() makes of
+  /// finite data, and what a scaler read from a file must hold.
+  void validate(const char* function) const;
 };
 
 namespace detail {
@@ -128,15 +139,39 @@ inline StandardScaler StandardScaler::fit(const Table& table) {
   return scaler;
 }
 
+namespace detail {
+
+inline std::string scaler_name(const StandardScaler& scaler) {
+  return scaler.source.empty() ? "the scaler" : "the scaler of '" + scaler.source + "'";
+}
+
+inline void check_scaler_sizes(const char* function, const StandardScaler& scaler) {
+  if (scaler.scale.size() != scaler.mean.size())
+    fail(function, ": ", scaler_name(scaler), " holds ", scaler.mean.size(), " means but ",
+         scaler.scale.size(), " scales (expected as many of each)");
+}
+
+}  // namespace detail
+
+inline void StandardScaler::validate(const char* function) const {
+  detail::check_scaler_sizes(function, *this);
+  for (std::size_t j = 0; j < mean.size(); ++j) {
+    if (!std::isfinite(mean[j]))
+      detail::fail(function, ": ", detail::scaler_name(*this), " has mean ", mean[j],
+                   " for feature ", j, ", expected a finite number");
+    if (!(scale[j] > 0) || !std::isfinite(scale[j]))
+      detail::fail(function, ": ", detail::scaler_name(*this), " has scale ", scale[j],
+                   " for feature ", j, ", expected a positive finite number");
+  }
+}
+
 inline void StandardScaler::transform(Table& table) const {
   constexpr const char* function = "gradsum::StandardScaler::transform";
-  if (scale.size() != mean.size())
-    detail::fail(function, ": scaler holds ", mean.size(), " means but ",
-                 scale.size(), " scales (expected as many of each)");
+  detail::check_scaler_sizes(function, *this);
   if (table.num_features != mean.size())
     detail::fail(function, ": table '", table.source, "' has ",
-                 table.num_features, " features, but the scaler was fit on ",
-                 mean.size(), " features");
+                 table.num_features, " features, but ", detail::scaler_name(*this),
+                 " was fit on ", mean.size(), " features");
   detail::check_table_storage(function, table);
 
   const std::size_t d = table.num_features;

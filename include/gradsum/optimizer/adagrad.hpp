@@ -24,6 +24,8 @@ struct AdaGrad {
   }
   /// One state vector: the sum of squared gradients G.
   static int state_size(int /*num_parameters*/) { return 1; }
+  /// The state row that sums squares, never negative (checked on loading).
+  static int squares_row() { return 0; }
 
   template <class Context>
   void update(Context& ctx) {

@@ -69,6 +69,9 @@ struct Adam {
   void validate() const { detail::adam_validate(*this, "Adam"); }
   /// Two state vectors: the moments m and v.
   static int state_size(int /*num_parameters*/) { return 2; }
+  /// The state row that averages squares (v), never negative (checked on
+  /// loading).
+  static int squares_row() { return 1; }
   template <class Context>
   void update(Context& ctx) {
     detail::adam_update(*this, ctx, "gradsum::optimizer::adam");

@@ -35,6 +35,8 @@ struct Clipped {
       detail::fail("gradsum::Clipped: max_norm must be positive, got ", max_norm);
   }
   int state_size(int num_parameters) const { return optimizer.state_size(num_parameters); }
+  /// The wrapped optimizer's state row of squares (-1: none).
+  int squares_row() const { return detail::squares_row(optimizer); }
 
   template <class Context>
   void update(Context& ctx) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <gradsum/core/restored.hpp>
 #include <gradsum/optimizer/adagrad.hpp>
 #include <gradsum/optimizer/adam.hpp>
 #include <gradsum/optimizer/adamw.hpp>
@@ -61,6 +62,11 @@ class FirstOrder {
                       policy_);
   }
 
+  /// The held optimizer's state row of squares, never negative (-1: none).
+  int squares_row() const {
+    return std::visit([](const auto& o) { return detail::squares_row(o); }, policy_);
+  }
+
   /// The held optimizer's update with this learning rate.
   template <class Context>
   void update(Context& ctx) {
@@ -79,11 +85,17 @@ class FirstOrder {
     if (const auto* adamw = std::get_if<AdamW>(&policy_)) return {double(adamw->t)};
     return {};
   }
-  /// Restores what host_state() returned.
+  /// Restores what host_state() returned, checked first (the count t is an
+  /// integer >= 0); throws gradsum::Error naming the value otherwise (the
+  /// caller names the file).
   void restore_host_state(const std::vector<double>& state) {
+    if (state.size() != host_state().size())
+      detail::fail("the ", name(), " optimizer's saved state holds ", state.size(),
+                   " values, expected ", host_state().size());
     if (state.empty()) return;
-    if (auto* adam = std::get_if<Adam>(&policy_)) adam->t = std::int64_t(state[0]);
-    if (auto* adamw = std::get_if<AdamW>(&policy_)) adamw->t = std::int64_t(state[0]);
+    const std::int64_t t = detail::restored_update_count(state[0], name());
+    if (auto* adam = std::get_if<Adam>(&policy_)) adam->t = t;
+    if (auto* adamw = std::get_if<AdamW>(&policy_)) adamw->t = t;
   }
 
   /// The held optimizer (its lr is the one of the last update).

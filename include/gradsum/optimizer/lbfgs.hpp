@@ -3,6 +3,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/restored.hpp>
 #include <gradsum/optimizer/detail/checks.hpp>
 #include <gradsum/optimizer/detail/line_search.hpp>
 #include <gradsum/optimizer/detail/vector_ops.hpp>
@@ -136,11 +137,30 @@ struct LBFGS {
     for (std::size_t i = 0; i < rho_.size() && i < std::size_t(m); ++i) v[3 + i] = rho_[i];
     return v;
   }
-  /// Restores what host_state() returned (same m).
+  /// Restores what host_state() returned (same m). The values come from a
+  /// file: all are checked before any is used (head in [0, m), pairs held
+  /// in [0, m], every rho >= 0, those of the pairs held > 0); throws
+  /// gradsum::Error naming the value otherwise (the caller names the file).
   void restore_host_state(const std::vector<double>& v) {
-    head_ = int(v.at(0));
-    stored_ = int(v.at(1));
-    stalls_ = std::int64_t(v.at(2));
+    const std::size_t n = 3 + std::size_t(m);
+    if (v.size() != n)
+      detail::fail("L-BFGS's saved history holds ", v.size(), " values, expected 3 + m = ", n);
+    const int head = int(detail::restored_count(v[0], "L-BFGS's saved history head", 0, m - 1));
+    const int stored = int(detail::restored_count(v[1], "L-BFGS's saved number of pairs held",
+                                                  0, m));
+    const std::int64_t stalls = detail::restored_count(v[2], "L-BFGS's saved stall count");
+    for (int i = 0; i < m; ++i)
+      detail::restored_number(v[3 + std::size_t(i)],
+                              detail::concat("L-BFGS's saved rho of slot ", i), 0, HUGE_VAL);
+    for (int k = 0; k < stored; ++k) {  // a pair held has rho = 1 / s.y with s.y > 0
+      const int slot = (head - 1 - k + m) % m;
+      if (v[3 + std::size_t(slot)] == 0)
+        detail::fail("L-BFGS's saved rho of slot ", slot, " (a pair held) is 0, expected "
+                     "1 / s.y > 0");
+    }
+    head_ = head;
+    stored_ = stored;
+    stalls_ = stalls;
     rho_.assign(v.begin() + 3, v.end());
     alpha_.assign(rho_.size(), 0.0);
   }

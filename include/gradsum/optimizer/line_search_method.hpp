@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <gradsum/core/error.hpp>
 #include <gradsum/core/requirements.hpp>
 #include <gradsum/optimizer/lbfgs.hpp>
 #include <gradsum/optimizer/newton.hpp>
@@ -68,9 +69,13 @@ class LineSearchMethod {
     if (const auto* lbfgs = std::get_if<LBFGS>(&policy_)) return lbfgs->host_state();
     return {};
   }
-  /// Restores what host_state() returned.
+  /// Restores what host_state() returned, checked as the held method
+  /// checks it; throws gradsum::Error naming the value otherwise.
   void restore_host_state(const std::vector<double>& state) {
-    if (auto* lbfgs = std::get_if<LBFGS>(&policy_)) lbfgs->restore_host_state(state);
+    if (auto* lbfgs = std::get_if<LBFGS>(&policy_)) return lbfgs->restore_host_state(state);
+    if (!state.empty())
+      detail::fail("the ", name(), " optimizer's saved state holds ", state.size(),
+                   " values, expected none");
   }
 
   /// The held method.

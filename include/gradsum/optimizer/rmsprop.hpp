@@ -26,6 +26,8 @@ struct RMSProp {
   }
   /// One state vector: the running mean of g^2.
   static int state_size(int /*num_parameters*/) { return 1; }
+  /// The state row that averages squares, never negative (checked on loading).
+  static int squares_row() { return 0; }
 
   template <class Context>
   void update(Context& ctx) {

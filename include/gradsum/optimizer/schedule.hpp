@@ -104,6 +104,8 @@ struct Scheduled {
     schedule.validate();
   }
   int state_size(int num_parameters) const { return optimizer.state_size(num_parameters); }
+  /// The wrapped optimizer's state row of squares (-1: none).
+  int squares_row() const { return detail::squares_row(optimizer); }
   /// The learning rate the next update will use.
   double current_lr() const { return base_lr_ * schedule.factor(t); }
 

@@ -8,6 +8,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/output_file.hpp>
+#include <gradsum/core/restored.hpp>
 #include <gradsum/core/signature.hpp>
 #include <gradsum/data/scaling.hpp>
 #include <gradsum/train/checkpoint.hpp>
@@ -344,9 +345,16 @@ class EarlyStopping : public Callback {
   }
   void restore_state(const std::vector<double>& in, std::size_t& at) override {
     detail::expect_loop_record(in, at, tag, 3, "early-stopping");
-    best_ = in[at];
-    best_epoch_ = std::int64_t(in[at + 1]);
-    waited_ = std::int64_t(in[at + 2]);
+    const double best = detail::restored_number(
+        in[at], "gradsum::fit: the saved early-stopping best loss", -HUGE_VAL, HUGE_VAL);
+    const std::int64_t best_epoch =
+        detail::restored_count(in[at + 1], "gradsum::fit: the saved early-stopping best epoch");
+    const std::int64_t waited =
+        detail::restored_count(in[at + 2], "gradsum::fit: the saved early-stopping count of "
+                               "epochs without improvement");
+    best_ = best;
+    best_epoch_ = best_epoch;
+    waited_ = waited;
     at += 3;
   }
 
@@ -392,8 +400,10 @@ class BestParameters : public Callback {
   }
   void restore_state(const std::vector<double>& in, std::size_t& at) override {
     detail::expect_loop_record(in, at, tag, 2, "best-parameters");
-    const double loss = in[at];
-    const auto epoch = std::int64_t(in[at + 1]);
+    const double loss = detail::restored_number(
+        in[at], "gradsum::fit: the saved best-parameters loss", -HUGE_VAL, HUGE_VAL);
+    const std::int64_t epoch =
+        detail::restored_count(in[at + 1], "gradsum::fit: the saved best-parameters epoch");
     at += 2;
     if (epoch > 0) {
       const std::size_t n = best_.extent(0);

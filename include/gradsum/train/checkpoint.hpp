@@ -9,8 +9,10 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/output_file.hpp>
+#include <gradsum/core/restored.hpp>
 #include <gradsum/data/scaling.hpp>
 #include <gradsum/optimizer/clipped.hpp>
+#include <gradsum/optimizer/detail/checks.hpp>
 #include <gradsum/optimizer/schedule.hpp>
 #include <gradsum/train/checkpoint_format.hpp>
 
@@ -46,8 +48,9 @@ std::string model_description(const Model& model) {
 }
 
 // What an optimizer keeps on the host besides its state vectors. A policy
-// may declare it with host_state() / restore_host_state(values); an update
-// counter `std::int64_t t` (Adam, AdamW) is saved without that.
+// may declare it with host_state() / restore_host_state(values), which
+// checks the values (they come from a file) and throws gradsum::Error; an
+// update counter `std::int64_t t` (Adam, AdamW) is saved without that.
 template <class O, class = void>
 struct has_host_state : std::false_type {};
 template <class O>
@@ -73,19 +76,33 @@ void save_host_state(const Scheduled<O>& o, std::vector<double>& out) {
   save_host_state(o.optimizer, out);
 }
 
+// The restores below read values from a file: each is checked before it
+// is used (detail::restored_count and the policies' own
+// restore_host_state), and load_checkpoint runs them on a copy of the
+// optimizer first, so that a refused file changes nothing.
+inline double next_host_value(const std::vector<double>& in, std::size_t& at) {
+  if (at >= in.size())
+    fail("the optimizer's saved host values end after ", in.size(), " values");
+  return in[at++];
+}
 template <class O>
 void restore_host_state(O& o, const std::vector<double>& in, std::size_t& at) {
   if constexpr (has_host_state<O>::value) {
     const std::size_t n = o.host_state().size();
+    if (at > in.size() || in.size() - at < n)
+      fail("the optimizer's saved host values end after ", in.size(), " values, ", at + n,
+           " expected");
     o.restore_host_state(std::vector<double>(in.begin() + std::ptrdiff_t(at),
                                              in.begin() + std::ptrdiff_t(at + n)));
     at += n;
   }
-  if constexpr (has_update_counter<O>::value) o.t = std::int64_t(in[at++]);
+  if constexpr (has_update_counter<O>::value)
+    o.t = restored_update_count(next_host_value(in, at), o.name());
 }
 template <class O>
 void restore_host_state(Scheduled<O>& o, const std::vector<double>& in, std::size_t& at) {
-  o.t = std::int64_t(in[at++]);
+  o.t = restored_count(next_host_value(in, at),
+                       "the learning-rate schedule's saved update count t");
   restore_host_state(o.optimizer, in, at);
 }
 template <class O>
@@ -95,8 +112,39 @@ void save_host_state(const Clipped<O>& o, std::vector<double>& out) {
 }
 template <class O>
 void restore_host_state(Clipped<O>& o, const std::vector<double>& in, std::size_t& at) {
-  o.clipped_updates = std::int64_t(in[at++]);
+  o.clipped_updates = restored_count(next_host_value(in, at),
+                                     "gradient clipping's saved count of clipped updates");
   restore_host_state(o.optimizer, in, at);
+}
+
+// Checks that row `row` of the checkpoint's optimizer state (sums or
+// averages of squares) holds no negative value.
+inline void check_squares_row(const CheckpointData& c, int row, const std::string& optimizer) {
+  const auto n = std::size_t(c.num_parameters);
+  for (std::size_t j = 0; j < n; ++j) {
+    const double v = c.value_at(c.state_bytes, std::size_t(row) * n + j);
+    if (v < 0)
+      fail("the ", optimizer, " optimizer's saved state row ", row, " (of squares) is ", v,
+           " for parameter ", j, ", expected a number >= 0");
+  }
+}
+
+/// What is wrong with checkpoint `c`'s optimizer values for `optimizer`
+/// (its host values, restored into a copy; its row of squares), or an
+/// empty string.
+template <class O>
+std::string restore_error(const std::string& path, const CheckpointData& c,
+                          const O& optimizer) {
+  O trial = optimizer;
+  std::size_t at = 0;
+  try {
+    restore_host_state(trial, c.optimizer_host, at);
+    const int row = squares_row(optimizer);
+    if (row >= 0 && row < c.state_rows) check_squares_row(c, row, optimizer.name());
+  } catch (const Error& e) {
+    return concat("gradsum::load_checkpoint: '", path, "': ", e.what());
+  }
+  return {};
 }
 
 template <class Scalar>
@@ -216,10 +264,12 @@ std::string checkpoint_mismatch(const std::string& path, const CheckpointData& c
 /// Loads a checkpoint written by save_checkpoint into `theta` and the
 /// step's optimizer state, and returns the position to continue from (the
 /// scaler and loop state through `c_out` when given). Every rank reads the
-/// file; if any rank cannot (missing, truncated, corrupted, written for
-/// another model, width, scalar type or optimizer) every rank throws the
-/// same gradsum::Error naming the file and the mismatch, and nothing is
-/// modified. Blocking; collective.
+/// file; if any rank cannot (missing, not a regular file, truncated,
+/// corrupted, written for another model, width, scalar type or optimizer,
+/// or holding a value no writer makes, such as an L-BFGS history index out
+/// of range: checkpoints are untrusted input) every rank throws the same
+/// gradsum::Error naming the file and the mismatch or the value, and
+/// nothing is modified. Blocking; collective.
 template <class StepType, class Theta>
 TrainingPosition load_checkpoint(const std::string& path, StepType& step, const Theta& theta,
                                  CheckpointData* c_out = nullptr) {
@@ -228,6 +278,7 @@ TrainingPosition load_checkpoint(const std::string& path, StepType& step, const 
   try {
     c = read_checkpoint(path);
     error = checkpoint_mismatch(path, c, step);
+    if (error.empty()) error = detail::restore_error(path, c, step.optimizer());
   } catch (const Error& e) {
     error = e.what();
   }
@@ -238,7 +289,7 @@ TrainingPosition load_checkpoint(const std::string& path, StepType& step, const 
                  "checkpoint '", path, "' ", c.num_parameters);
   detail::assign_bytes(theta, c.parameter_bytes);
   detail::assign_bytes(step.optimizer_state(), c.state_bytes);
-  std::size_t at = 0;
+  std::size_t at = 0;  // restore_error restored these very values into a copy
   detail::restore_host_state(step.optimizer(), c.optimizer_host, at);
   const TrainingPosition position = c.position;
   if (c_out) *c_out = std::move(c);

@@ -8,16 +8,22 @@
 /// adds saving and loading a step's state.
 
 #include <gradsum/core/error.hpp>
+#include <gradsum/core/restored.hpp>
 #include <gradsum/data/scaling.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <limits>
+#include <new>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace gradsum {
@@ -72,18 +78,19 @@ struct CheckpointData {
   /// The parameters as doubles.
   std::vector<double> parameters() const {
     std::vector<double> out(static_cast<std::size_t>(num_parameters));
-    for (std::size_t j = 0; j < out.size(); ++j) {
-      if (scalar_size == sizeof(double)) {
-        double v;
-        std::memcpy(&v, parameter_bytes.data() + j * sizeof v, sizeof v);
-        out[j] = v;
-      } else {
-        float v;
-        std::memcpy(&v, parameter_bytes.data() + j * sizeof v, sizeof v);
-        out[j] = double(v);
-      }
-    }
+    for (std::size_t j = 0; j < out.size(); ++j) out[j] = value_at(parameter_bytes, j);
     return out;
+  }
+  /// Scalar `j` of raw Scalars `bytes` (parameter_bytes, state_bytes) as a double.
+  double value_at(const std::string& bytes, std::size_t j) const {
+    if (scalar_size == sizeof(double)) {
+      double v;
+      std::memcpy(&v, bytes.data() + j * sizeof v, sizeof v);
+      return v;
+    }
+    float v;
+    std::memcpy(&v, bytes.data() + j * sizeof v, sizeof v);
+    return double(v);
   }
 };
 
@@ -221,33 +228,70 @@ inline std::string encode_checkpoint(const CheckpointData& c) {
   return bytes;
 }
 
+namespace detail {
+
+/// Checks a checkpoint's fixed header - its first `available` bytes, at
+/// least min(size, 24) - against the `size` of the whole file, so that a
+/// reader knows the length is right before it reads the rest.
+inline void check_checkpoint_header(const std::string& path, const char* bytes,
+                                    std::size_t available, std::uint64_t size) {
+  const char* function = "gradsum::load_checkpoint";
+  if (available < 8 || std::memcmp(bytes, detail::checkpoint_magic, 8) != 0)
+    fail(function, ": '", path, "' is not a gradsum checkpoint (it does not start with "
+         "\"GRADSUMC\"; ", size, " bytes)");
+  if (size < 28 || available < 24)
+    fail(function, ": '", path, "' is truncated: ", size,
+         " bytes, shorter than the 28-byte header and checksum");
+  std::uint32_t version, mark;
+  std::uint64_t length;
+  std::memcpy(&version, bytes + 8, 4);
+  std::memcpy(&mark, bytes + 12, 4);
+  std::memcpy(&length, bytes + 16, 8);
+  if (mark != detail::byte_order_mark)
+    fail(function, ": '", path, "' was written with another byte order (or its header is "
+         "corrupted): byte-order mark ", mark, ", expected ", detail::byte_order_mark);
+  if (version < 1 || version > checkpoint_version)
+    fail(function, ": '", path, "' has format version ", version,
+         "; this gradsum reads versions 1 to ", checkpoint_version);
+  if (length != size)
+    fail(function, ": '", path, "' is ", size, " bytes long but its header says ", length,
+         length > size ? ": the file is truncated" : ": the header or the file is corrupted");
+}
+
+/// Checks the values of a decoded checkpoint that no writer makes, since a
+/// file written consistently with false values passes the checksum: a
+/// position out of range, a rank count below 1, a scaler whose width
+/// differs from the model's or that does not hold a finite mean and a
+/// positive finite scale per feature.
+inline void check_checkpoint_values(const std::string& path, const CheckpointData& c) {
+  const char* function = "gradsum::load_checkpoint";
+  const TrainingPosition& p = c.position;
+  for (const auto& [value, name] : {std::pair<std::int64_t, const char*>{p.step, "step"},
+                                    {p.epoch, "epoch"}, {p.batch, "batch"}})
+    if (value < 0 || value > max_saved_count)
+      fail(function, ": '", path, "' holds ", name, " ", value, ", expected an integer in [0, ",
+           max_saved_count, "]");
+  if (c.ranks < 1 || c.ranks > std::numeric_limits<int>::max())
+    fail(function, ": '", path, "' was written by ", c.ranks, " ranks, expected 1 to ",
+         std::numeric_limits<int>::max());
+  c.scaler.validate(function);
+  if (!c.scaler.mean.empty() && std::int64_t(c.scaler.mean.size()) != c.num_features)
+    fail(function, ": '", path, "' declares ", c.num_features, " features but its scaler "
+         "holds ", c.scaler.mean.size(), "; the file is corrupted");
+}
+
+}  // namespace detail
+
 /// Decodes and checks a checkpoint held in `bytes`, read from `path` (the
 /// name used in messages). Throws gradsum::Error naming the file and what
 /// is wrong: not a checkpoint, another version or byte order, truncated,
-/// checksum mismatch, inconsistent sizes.
+/// checksum mismatch, inconsistent sizes, a value no writer makes (see
+/// detail::check_checkpoint_values). The scaler's source is set to `path`.
 inline CheckpointData decode_checkpoint(const std::string& path, const std::string& bytes) {
   const char* function = "gradsum::load_checkpoint";
-  if (bytes.size() < 8 || std::memcmp(bytes.data(), detail::checkpoint_magic, 8) != 0)
-    detail::fail(function, ": '", path, "' is not a gradsum checkpoint (it does not start with "
-                 "\"GRADSUMC\"; ", bytes.size(), " bytes)");
-  if (bytes.size() < 28)
-    detail::fail(function, ": '", path, "' is truncated: ", bytes.size(),
-                 " bytes, shorter than the 28-byte header and checksum");
-  std::uint32_t version, mark;
-  std::uint64_t length;
+  detail::check_checkpoint_header(path, bytes.data(), bytes.size(), bytes.size());
+  std::uint32_t version;
   std::memcpy(&version, bytes.data() + 8, 4);
-  std::memcpy(&mark, bytes.data() + 12, 4);
-  std::memcpy(&length, bytes.data() + 16, 8);
-  if (mark != detail::byte_order_mark)
-    detail::fail(function, ": '", path, "' was written with another byte order (or its header "
-                 "is corrupted): byte-order mark ", mark, ", expected ", detail::byte_order_mark);
-  if (version < 1 || version > checkpoint_version)
-    detail::fail(function, ": '", path, "' has format version ", version,
-                 "; this gradsum reads versions 1 to ", checkpoint_version);
-  if (length != bytes.size())
-    detail::fail(function, ": '", path, "' is ", bytes.size(), " bytes long but its header says ",
-                 length, length > bytes.size() ? ": the file is truncated" : ": the header or "
-                 "the file is corrupted");
   std::uint32_t stored;
   std::memcpy(&stored, bytes.data() + bytes.size() - 4, 4);
   const std::uint32_t computed =
@@ -298,19 +342,79 @@ inline CheckpointData decode_checkpoint(const std::string& path, const std::stri
   if (r.position() != bytes.size() - 4)
     detail::fail(function, ": '", path, "' holds ", bytes.size() - 4 - r.position(),
                  " unexpected bytes before its checksum; the file is corrupted");
+  c.scaler.source = path;
+  detail::check_checkpoint_values(path, c);
   return c;
 }
 
+namespace detail {
+
+inline const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a pipe";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a plain file";
+}
+
+/// Reads up to `n` bytes of `fd` into `out`; returns how many (fewer at
+/// the end of the file).
+inline std::size_t read_up_to(int fd, const std::string& path, char* out, std::size_t n) {
+  std::size_t got = 0;
+  while (got < n) {
+    const ::ssize_t r = ::read(fd, out + got, n - got);
+    if (r == 0) break;
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0)
+      fail("gradsum::load_checkpoint: reading '", path, "' failed: ", std::strerror(errno));
+    got += std::size_t(r);
+  }
+  return got;
+}
+
+/// The bytes of the checkpoint file `path`: a regular file (a pipe or a
+/// device such as /dev/zero is refused, since it has no length to check),
+/// whose header is checked against its size before the rest is read, and
+/// of which no more than the declared length and one byte are read.
+inline std::string read_checkpoint_bytes(const std::string& path) {
+  const char* function = "gradsum::load_checkpoint";
+  // O_NONBLOCK: opening a pipe without a writer must not wait for one.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail(function, ": cannot open '", path, "': ", std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat info;
+  if (::fstat(fd, &info) != 0)
+    fail(function, ": cannot examine '", path, "': ", std::strerror(errno));
+  if (!S_ISREG(info.st_mode))
+    fail(function, ": '", path, "' is not a regular file (it is ", file_kind(info.st_mode),
+         "); a checkpoint is read from a regular file");
+  const auto size = std::uint64_t(info.st_size);
+  std::string bytes(size < 24 ? std::size_t(size) : 24, '\0');
+  const std::size_t head = read_up_to(fd, path, &bytes[0], bytes.size());
+  if (head < bytes.size()) return bytes.substr(0, head);  // it shrank: decoding says how
+  check_checkpoint_header(path, bytes.data(), head, size);
+  try {
+    bytes.resize(std::size_t(size) + 1);  // one byte more shows a file that grew
+  } catch (const std::bad_alloc&) {
+    fail(function, ": '", path, "' is ", size, " bytes long, more than this process can hold");
+  }
+  bytes.resize(head + read_up_to(fd, path, &bytes[head], bytes.size() - head));
+  return bytes;
+}
+
+}  // namespace detail
+
 /// Reads and checks a checkpoint file on the host (no step needed: tools
 /// such as gradsum-predict learn the model from it). Throws gradsum::Error
-/// naming the file on any problem. Not collective.
+/// naming the file on any problem, having read no more than the length its
+/// header declares (and checked against the file's size) and one byte.
+/// Not collective.
 inline CheckpointData read_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    detail::fail("gradsum::load_checkpoint: cannot open '", path, "': ", std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) detail::fail("gradsum::load_checkpoint: reading '", path, "' failed");
-  return decode_checkpoint(path, bytes);
+  return decode_checkpoint(path, detail::read_checkpoint_bytes(path));
 }
 
 }  // namespace gradsum

@@ -8,6 +8,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/restored.hpp>
 #include <gradsum/data/partition.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/data/sampler.hpp>
@@ -175,6 +176,55 @@ void run_phase(Aggregation& aggregation, Callback* const* callbacks, std::size_t
   });
 }
 
+/// Restores the loop state options.loop (see fit()) into the averages, the
+/// stopping rules and the callbacks, and returns whether training had
+/// ended early. Every value is checked before use (it comes from a file);
+/// a message is completed with the checkpoint's name when known.
+inline bool restore_loop(const FitOptions& options, MovingAverage& loss_average,
+                         NoiseScale& noise, Stopper& stopper, Callback* const* list) {
+  const auto& loop = options.loop;
+  try {
+    // Kind 1 records the batch size after the flag; kind 0 (older) does not.
+    const std::size_t head = loop.empty() ? 0 : loop[0] == 0.0 ? 2 : loop[0] == 1.0 ? 3 : 0;
+    if (head == 0 || loop.size() < head)
+      fail("gradsum::fit: the checkpoint's loop state (", loop.size(),
+           " values) was not written by fit()");
+    const bool ended_early = restored_flag(loop[1], "gradsum::fit: the saved loop flag 'ended "
+                                           "early'");
+    // Mid-epoch, the position counts mini-batches of the checkpoint's size.
+    if (head == 3 && options.start.batch > 0 && loop[2] != double(options.batch))
+      fail("gradsum::fit: the checkpoint stopped after mini-batch ", options.start.batch,
+           " of epoch ", options.start.epoch + 1, " of a run with batch size ", loop[2], ", but this run has batch size ",
+           options.batch, ": resume mid-epoch with the checkpoint's batch size (a checkpoint "
+           "written at the end of an epoch takes any)");
+    std::size_t at = head;
+    loss_average.restore_state(loop, at);
+    noise.restore_state(loop, at);
+    stopper.restore_state(loop, at);
+    for (Callback* const* c = list; *c; ++c) (*c)->restore_state(loop, at);
+    if (at != loop.size())
+      fail("gradsum::fit: the checkpoint's loop state holds ", loop.size(),
+           " values, this run's stopping rules and callbacks read ", at,
+           ": resume with the callbacks the checkpoint was written with (e.g. the same "
+           "early-stopping setting)");
+    return ended_early;
+  } catch (const Error& e) {
+    if (options.start_file.empty()) throw;
+    throw Error(concat(e.what(), " (checkpoint '", options.start_file, "')"));
+  }
+}
+
+/// Checks that options.start lies inside an epoch of `batches` mini-batches
+/// (at its end at most): past it, the epoch would never complete. The same
+/// on every rank (the ranks agreed on the options and batch counts).
+inline void check_start(const FitOptions& options, std::int64_t batches) {
+  if (options.start.batch > batches)
+    fail_agreed("gradsum::fit: the checkpoint ", options.start_name(), " stopped after mini-batch ",
+                options.start.batch, " of epoch ", options.start.epoch + 1,
+                ", but this run's epochs have ", batches, " mini-batches of ", options.batch,
+                " samples: resume with the batch size and data the checkpoint was written with");
+}
+
 }  // namespace detail
 
 /// Trains `theta` with `step` on `data` for `options.epochs` epochs and
@@ -222,12 +272,7 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     aggregation.aggregate_max(step.space(), most);
     batches = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), most)(0);
   }
-  if (options.start.batch > batches)  // the same on every rank
-    detail::fail_agreed("gradsum::fit: the checkpoint ", options.start_name(),
-                        " stopped after mini-batch ", options.start.batch, " of epoch ",
-                        options.start.epoch + 1, ", but this run's epochs have ", batches,
-                        " mini-batches of ", options.batch, " samples: resume with the "
-                        "checkpoint's batch size");
+  detail::check_start(options, batches);
   auto micro_batch = [&](std::int64_t b) -> Rows {
     if (options.batch == 0) {  // full batch, stored order
       if (sampler.num_batches() == 0) return Rows{};  // no rows here (an empty shard)
@@ -274,33 +319,11 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
     for (Callback* const* c = list; *c; ++c) (*c)->save_state(out);
     return out;
   };
-  if (!options.loop.empty()) {
+  if (!options.loop.empty())
     on_every_rank(aggregation, [&] {
-      const auto& loop = options.loop;
-      const std::size_t head = loop.empty() ? 0 : loop[0] == 0.0 ? 2 : loop[0] == 1.0 ? 3 : 0;
-      if (head == 0 || loop.size() < head)
-        detail::fail("gradsum::fit: the checkpoint's loop state (", loop.size(),
-                     " values) was not written by fit()");
-      stopped = ended_early = loop[1] != 0;
-      // Mid-epoch, the position counts mini-batches of the checkpoint's size.
-      if (head == 3 && options.start.batch > 0 && loop[2] != double(options.batch))
-        detail::fail("gradsum::fit: the checkpoint ", options.start_name(), " stopped after "
-                     "mini-batch ", options.start.batch, " of epoch ", options.start.epoch + 1,
-                     " of a run with batch size ", loop[2], ", but this run has batch size ",
-                     options.batch, ": resume mid-epoch with the checkpoint's batch size (a "
-                     "checkpoint written at the end of an epoch takes any)");
-      std::size_t at = head;
-      loss_average.restore_state(loop, at);
-      noise.restore_state(loop, at);
-      stopper.restore_state(options.loop, at);
-      for (Callback* const* c = list; *c; ++c) (*c)->restore_state(options.loop, at);
-      if (at != options.loop.size())
-        detail::fail("gradsum::fit: the checkpoint's loop state holds ", options.loop.size(),
-                     " values, this run's stopping rules and callbacks read ", at,
-                     ": resume with the callbacks the checkpoint was written with (e.g. the "
-                     "same early-stopping setting)");
+      stopped = ended_early =
+          detail::restore_loop(options, loss_average, noise, stopper, list);
     });
-  }
   // A run that had already stopped early stays stopped: resuming it does
   // no more updates, as the uninterrupted run did none.
   if (stopped) state.stop_reason = "training had already stopped when the checkpoint was written";

@@ -8,6 +8,7 @@
 /// Empirical Model of Large-Batch Training", arXiv:1812.06162, 2018).
 
 #include <gradsum/core/error.hpp>
+#include <gradsum/core/restored.hpp>
 #include <gradsum/train/objective.hpp>
 
 #include <cmath>
@@ -41,13 +42,23 @@ class MovingAverage {
 
   /// Appends the state (two values) to `out`.
   void save_state(std::vector<double>& out) const { out.insert(out.end(), {sum_, weight_}); }
-  /// Reads back two values written by save_state from in[at …].
+  /// Reads back two values written by save_state from in[at …], checked
+  /// first (a weight >= 0 and finite, a sum that is not NaN, and 0 while
+  /// the weight is).
   void restore_state(const std::vector<double>& in, std::size_t& at) {
     if (at > in.size() || in.size() - at < 2)
       detail::fail("gradsum::MovingAverage: the saved state ends at value ",
                    in.size(), ", two values expected from value ", at);
-    sum_ = in[at];
-    weight_ = in[at + 1];
+    const double sum = detail::restored_number(in[at], "gradsum::MovingAverage: the saved sum",
+                                               -HUGE_VAL, HUGE_VAL);
+    const double weight = detail::restored_number(
+        in[at + 1], "gradsum::MovingAverage: the saved weight", 0,
+        std::numeric_limits<double>::max());
+    if (weight == 0 && sum != 0)
+      detail::fail("gradsum::MovingAverage: the saved sum is ", sum,
+                   " with weight 0, expected 0 (no value yet)");
+    sum_ = sum;
+    weight_ = weight;
     at += 2;
   }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <gradsum/core/error.hpp>
+#include <gradsum/core/restored.hpp>
 #include <gradsum/train/step.hpp>
 
 #include <cmath>
@@ -79,8 +80,9 @@ class Stopper {
     if (at >= in.size() || in[at] != tag || in.size() - at < 3)
       detail::fail("gradsum::fit: the checkpoint's loop state does not begin with the stopping "
                    "rules' state (value ", at, " of ", in.size(), ")");
-    has_previous_ = in[at + 1] != 0;
-    previous_ = in[at + 2];
+    has_previous_ = detail::restored_flag(in[at + 1], "gradsum::fit: the saved stopping-rule "
+                                          "flag 'has a previous objective'");
+    previous_ = in[at + 2];  // any loss, NaN included, is compared only by <=
     at += 3;
   }
 

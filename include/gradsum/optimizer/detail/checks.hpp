@@ -4,6 +4,8 @@
 #include <gradsum/core/error.hpp>
 
 #include <cmath>
+#include <type_traits>
+#include <utility>
 
 namespace gradsum {
 namespace detail {
@@ -24,6 +26,22 @@ inline void require_non_negative(const char* policy, const char* name, double va
 inline void require_unit_interval(const char* policy, const char* name, double value) {
   if (!(value >= 0 && value < 1))
     fail("gradsum::", policy, ": ", name, " must be in [0, 1), got ", value);
+}
+
+template <class O, class = void>
+struct has_squares_row : std::false_type {};
+template <class O>
+struct has_squares_row<O, std::void_t<decltype(std::declval<const O&>().squares_row())>>
+    : std::true_type {};
+
+/// The state row of `optimizer` that holds sums or averages of squares,
+/// which no update makes negative (an optional `squares_row()`), or -1.
+template <class O>
+int squares_row(const O& optimizer) {
+  if constexpr (has_squares_row<O>::value)
+    return optimizer.squares_row();
+  else
+    return -1;
 }
 
 }  // namespace detail
