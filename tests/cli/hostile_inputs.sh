@@ -16,6 +16,7 @@ in_work_dir hostile_cli
 numbered_entries 49
 
 printf '1,2,0\n3,4,1\n' >two.csv
+printf '1,2,3,4,0\n5,6,7,8,1\n' >four_features.csv  # labels logistic regression takes
 printf '1,2,0\n3,4,1\n5,6,0\n' >three.csv
 printf '1,2,0\n3,nan,1\n' >nan.csv
 printf '1,2,0\n3,4,inf\n' >inf_target.csv
@@ -223,7 +224,7 @@ if [[ -n "$mpiexec" ]]; then
   every_rank "gradsum::Allreduce: the 2 ranks built different steps (number of parameters ranges from 3 to 5; number of features ranges from 2 to 4)" \
     "rank 1 reading a file of another width" -- \
     "$mpiexec" "$np_flag" 1 "$rank" "$train" --data two.csv --progress off : \
-    "$np_flag" 1 "$rank" "$train" --data "$iris" --progress off
+    "$np_flag" 1 "$rank" "$train" --data four_features.csv --progress off
   every_rank "gradsum::Allreduce: the 2 ranks built different steps (learning rate ranges from 0.10000000000000001 to 0.20000000000000001)" \
     "a learning rate of 0.1 on rank 0 and 0.2 on rank 1" -- \
     "$mpiexec" "$np_flag" 1 "$rank" "$train" --data two.csv --lr 0.1 --progress off : \
