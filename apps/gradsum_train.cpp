@@ -64,12 +64,34 @@ Aggregation make_aggregation(const gradsum::RobustRule&) { return Aggregation{};
 std::string class_names_disagree(const std::vector<std::string>&, const std::string&) { return {}; }
 #endif
 
+bool is_regression(const Options& o) {
+  return o.model == "linear" || (o.model == "mlp" && o.loss == "squared");
+}
+bool is_binary(const Options& o) {
+  return o.model == "logistic" || (o.model == "mlp" && o.loss == "logistic");
+}
+
+// The targets the loss accepts, checked as the file is read so that a bad
+// one is named by file:line:column. A softmax head has as many classes as
+// the labels say, up to max_outputs.
+gradsum::TargetRule target_rule(const Options& o) {
+  if (is_regression(o)) return {};
+  if (is_binary(o))
+    return {[](double y) { return gradsum::BinaryCrossEntropy::is_valid_target(y, 1); },
+            "a target in [0, 1] for binary_cross_entropy"};
+  return {[](double y) {
+            return gradsum::SoftmaxCrossEntropy::is_valid_target(y, gradsum::max_outputs);
+          },
+          gradsum::concat("an integer class label in [0, ", gradsum::max_outputs,
+                          ") for softmax_cross_entropy")};
+}
+
 // Class names stand for labels: a regression target, or the two labels of
 // logistic regression, cannot be names of other counts.
 void check_class_names(const Options& o, const std::vector<std::string>& names) {
   if (names.empty()) return;
-  const bool regression = o.model == "linear" || (o.model == "mlp" && o.loss == "squared");
-  const bool binary = o.model == "logistic" || (o.model == "mlp" && o.loss == "logistic");
+  const bool regression = is_regression(o);
+  const bool binary = is_binary(o);
   if (regression)
     gradsum::fail("--data: '", o.data, "' holds class names in its target column ('",
                   names[0], "' …), which a regression (--model ", o.model,
@@ -729,6 +751,7 @@ gradsum::Table read_inputs(const Options& options, Inputs& inputs) {
   gradsum::CsvOptions csv;
   csv.target_column = options.target_column;
   csv.class_names = true;
+  csv.target_rule = target_rule(options);
   inputs.train = gradsum::read_csv(options.data, csv);
   inputs.class_names = inputs.train.class_names;
   if (options.suspects > 0) inputs.file_rows = training_file_rows(inputs.train.num_rows, options);

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The hostile-inputs catalogue, library half (the command-line half is
-// tests/cli/hostile_inputs.sh): numbered bad inputs across the public API,
-// each expected to throw gradsum::Error whose message names the argument,
-// the value and what was expected, never to crash or to be accepted. The
-// cases already covered elsewhere (malformed CSV/LIBSVM fields, a million
-// CSV columns, damaged checkpoints, ranks that disagree) are not repeated.
+// The hostile-inputs catalogue, library half, entries 1-79 (the
+// command-line half is tests/cli/hostile_inputs.sh, entries from 80):
+// numbered bad inputs across the public API, each expected to throw
+// gradsum::Error whose message names the argument, the value and what was
+// expected, never to crash or to be accepted. The cases already covered
+// elsewhere (malformed CSV/LIBSVM fields, a million CSV columns, damaged
+// checkpoints, ranks that disagree) are not repeated.
 // The test prints how many entries it checked.
 
 #include "file_helpers.hpp"
@@ -14,6 +15,7 @@
 
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstdio>
 #include <cstring>
@@ -57,9 +59,9 @@ class Catalogue {
 
 // A checkpoint with a valid length and checksum around `body` (the bytes
 // after the 24-byte header), so the decoder gets past them to the records.
-std::string sealed_checkpoint(const std::string& body) {
+// Version 1 is the layout of a checkpoint without class names, 2 with.
+std::string sealed_checkpoint(const std::string& body, std::uint32_t version = 1) {
   std::string bytes(gradsum::detail::checkpoint_magic, 8);
-  const std::uint32_t version = 1;  // the layout of a checkpoint without class names
   const std::uint32_t mark = 0x01020304u;
   const std::uint64_t length = 24 + body.size() + 4;
   bytes.append(reinterpret_cast<const char*>(&version), 4);
@@ -88,6 +90,33 @@ gradsum::CheckpointData small_checkpoint() {
   c.num_outputs = 1;
   c.parameter_bytes = std::string(3 * sizeof(double), '\0');
   return c;
+}
+
+// `ck` encoded, `from` replaced by `to` (as long) in its records, resealed.
+std::string forged_checkpoint(const gradsum::CheckpointData& ck, const std::string& from,
+                              const std::string& to) {
+  const std::string bytes = gradsum::encode_checkpoint(ck);
+  std::string body = bytes.substr(24, bytes.size() - 28);
+  const auto at = body.find(from);
+  REQUIRE(at != std::string::npos);
+  body.replace(at, from.size(), to);
+  return sealed_checkpoint(body, ck.class_names.empty() ? 1 : 2);
+}
+
+// A gzip file of `text`.
+void write_gzip(const std::string& path, const std::string& text) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, text.data(), unsigned(text.size())) == int(text.size()));
+  REQUIRE(gzclose(f) == Z_OK);
+}
+
+// `line` repeated `times` times.
+std::string repeated(const std::string& line, std::size_t times) {
+  std::string text;
+  text.reserve(line.size() * times);
+  for (std::size_t k = 0; k < times; ++k) text += line;
+  return text;
 }
 
 }  // namespace
@@ -484,13 +513,81 @@ TEST_CASE_TEMPLATE_DEFINE("hostile inputs: every entry of the catalogue is rejec
     gradsum::read_checkpoint(pipe);
   }, {"'" + pipe + "' is not a regular file (it is a pipe)"});
 
+  // --- what one input may cost; text that would reach a terminal raw -----------
+  // Bombs: a few KB of gzip that expand a thousandfold, refused at the row
+  // or line that crosses the reader's limit, before the memory is spent.
+  write_gzip(dir + "/bomb.csv.gz", repeated("0,0,0\n", 1000000));  // 6 MB of rows
+  c.expect(70, "a gzip bomb of 6 MB of CSV rows, read with max_values 1000 (500 rows)", [&] {
+    gradsum::CsvOptions options;
+    options.max_values = 1000;
+    gradsum::read_csv(dir + "/bomb.csv.gz", options);
+  }, {dir + "/bomb.csv.gz:501: 501 rows x 2 features exceed the 1000 values a table may hold",
+      "CsvOptions::max_values", "raise it"});
+  write_gzip(dir + "/bomb.svm.gz", repeated("0 1:0 2:0 3:0\n", 1000000));  // 14 MB
+  c.expect(71, "a gzip bomb of 14 MB of LIBSVM rows, read with max_values 999 (333 rows)", [&] {
+    gradsum::LibsvmOptions options;
+    options.max_values = 999;
+    gradsum::read_libsvm(dir + "/bomb.svm.gz", options);
+  }, {dir + "/bomb.svm.gz:334: 334 rows x 3 features exceed the 999 values",
+      "LibsvmOptions::max_values"});
+  write_gzip(dir + "/line.csv.gz", std::string(std::size_t(1) << 25, '0'));  // 32 MiB
+  c.expect(72, "a gzip file of one 32 MiB line, twice the default max_line_bytes", [&] {
+    gradsum::read_csv(dir + "/line.csv.gz");
+  }, {dir + "/line.csv.gz:1: the line is longer than 16777216 bytes",
+      "CsvOptions::max_line_bytes; raise it"});
+  // Class names are printed as they are: a name that would change a window
+  // title, move the cursor back or open a control sequence is refused where
+  // it is read, and shown escaped.
+  gradsum::CsvOptions names;
+  names.class_names = true;
+  write_bytes(dir + "/title.csv", "1,2,ok\n3,4,a\x1b]0;pwned\x07\n");
+  c.expect(73, "a class name that sets the terminal's title (ESC ] 0 ; ... BEL)", [&] {
+    gradsum::read_csv(dir + "/title.csv", names);
+  }, {dir + "/title.csv:2:3: class name 'a\\x1b]0;pwned\\x07' holds control character "
+            "'\\x1b' at byte 2", "UTF-8 text without control characters"});
+  write_bytes(dir + "/return.csv", "1,2,ok\r\n3,4,banner\roverwritten\r\n");
+  c.expect(74, "a class name with a carriage return inside", [&] {
+    gradsum::read_csv(dir + "/return.csv", names);
+  }, {"return.csv:2:3: class name 'banner\\x0doverwritten' holds control character '\\x0d' "
+      "at byte 7"});
+  write_bytes(dir + "/c1.csv", "1,2,\xc2\x9b" "2J\n");
+  c.expect(75, "a class name opening with U+009B, the C1 control sequence introducer", [&] {
+    gradsum::read_csv(dir + "/c1.csv", names);
+  }, {"c1.csv:1:3: class name '\\xc2\\x9b2J' holds control character '\\xc2\\x9b' at byte 1"});
+  c.expect(76, "a resealed checkpoint whose class name clears the screen (ESC [ 2 J)", [&] {
+    auto ck = small_checkpoint();
+    ck.class_names = {"a_[2Jb", "other"};
+    gradsum::decode_checkpoint("names.ckpt", forged_checkpoint(ck, "a_[2Jb", "a\x1b[2Jb"));
+  }, {"gradsum::load_checkpoint: 'names.ckpt': a class name 'a\\x1b[2Jb' holds control "
+      "character '\\x1b' at byte 2; the file is corrupted"});
+  c.expect(77, "a resealed checkpoint whose loss name ends in a carriage return", [&] {
+    gradsum::decode_checkpoint("loss.ckpt",
+                               forged_checkpoint(small_checkpoint(), "squared_error", "squared_erro\r"));
+  }, {"'loss.ckpt': a policy name 'squared_erro\\x0d' holds control character '\\x0d'"});
+  c.expect(78, "a checkpoint encoded with a class name holding a bell", [&] {
+    auto ck = small_checkpoint();
+    ck.class_names = {"ding\x07"};
+    gradsum::encode_checkpoint(ck);
+  }, {"gradsum::save_checkpoint: class name 'ding\\x07' holds control character '\\x07' at "
+      "byte 5"});
+  // A label the loss rejects, named by file:line:column where it is read
+  // (the rule gradsum-train gives a logistic model).
+  write_bytes(dir + "/label2.csv", "x1,x2,y\n1,2,0\n3,4,2\n");
+  c.expect(79, "a logistic label 2, read with binary cross-entropy's rule for targets", [&] {
+    gradsum::CsvOptions options;
+    options.target_rule = {[](double y) { return gradsum::BinaryCrossEntropy::is_valid_target(y, 1); },
+                           "a target in [0, 1]"};
+    gradsum::read_csv(dir + "/label2.csv", options);
+  }, {dir + "/label2.csv:3:3: target '2' is invalid (expected a target in [0, 1])"});
+
   std::printf("hostile_inputs: %zu catalogue entries checked on %s (numbered 1-%d; the "
               "command-line entries follow in tests/cli/hostile_inputs.sh)\n",
               c.size(), gradsum::space_name<Space>().c_str(), c.last());
-  CHECK(c.size() == std::size_t(c.last()));
+  CHECK(c.size() == std::size_t(c.last()));  // no number left out
   for (const char* name : {"three_rows.csv", "empty.svm", "wide.svm", "broken.csv.gz",
                            "logistic.ckpt", "run.log", "run.log.partial", "forged.ckpt",
-                           "pipe.ckpt"})
+                           "pipe.ckpt", "bomb.csv.gz", "bomb.svm.gz", "line.csv.gz",
+                           "title.csv", "return.csv", "c1.csv", "label2.csv"})
     std::remove((dir + "/" + name).c_str());
   ::rmdir(dir.c_str());
 }

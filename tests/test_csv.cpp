@@ -9,8 +9,11 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <new>
 #include <sstream>
+#include <streambuf>
 #include <string>
 #include <vector>
 
@@ -489,5 +492,148 @@ TEST_CASE("CSV: class names are refused where they do not fit") {
                        gradsum::Error);
   // Without the option, names are what they always were: not numbers.
   CHECK_THROWS_WITH_AS(parse("x,1\n1,a\n"), "t.csv:2:2: non-numeric field 'a' (expected a number)",
+                       gradsum::Error);
+}
+
+TEST_CASE("CSV: class names with control characters or bytes that are not UTF-8 are refused") {
+  gradsum::CsvOptions options;
+  options.class_names = true;
+  auto error = [&](const std::string& text) {
+    try {
+      parse(text, options);
+    } catch (const gradsum::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string rule =
+      " (class names are printed as they are, so they must be UTF-8 text without control "
+      "characters)";
+  // An xterm title change (ESC ] 0 ; ... BEL) on the second row.
+  CHECK(error("1,a\n2,a\x1b]0;pwned\x07\n") ==
+        "t.csv:2:2: class name 'a\\x1b]0;pwned\\x07' holds control character '\\x1b' at byte 2" +
+            rule);
+  CHECK(error("1,a\rb\n") ==
+        "t.csv:1:2: class name 'a\\x0db' holds control character '\\x0d' at byte 2" + rule);
+  CHECK(error("1,ding\x07\n") ==
+        "t.csv:1:2: class name 'ding\\x07' holds control character '\\x07' at byte 5" + rule);
+  CHECK(error("1,x\x7f\n") ==
+        "t.csv:1:2: class name 'x\\x7f' holds control character '\\x7f' at byte 2" + rule);
+  // U+009B, the C1 control sequence introducer, encoded in UTF-8.
+  CHECK(error("1,\xc2\x9b" "2J\n") ==
+        "t.csv:1:2: class name '\\xc2\\x9b2J' holds control character '\\xc2\\x9b' at byte 1" +
+            rule);
+  // A lone 0x9b, the same introducer to a terminal in an 8-bit mode.
+  CHECK(error("1,x\x9b" "2J\n") ==
+        "t.csv:1:2: class name 'x\\x9b2J' holds byte '\\x9b', which is not UTF-8 text, at byte 2" +
+            rule);
+  CHECK(error("1,\xe2\x82\n") ==  // a truncated three-byte sequence
+        "t.csv:1:2: class name '\\xe2\\x82' holds byte '\\xe2', which is not UTF-8 text, at byte 1" +
+            rule);
+  CHECK(error("1,\xc0\xaf\n") ==  // an overlong '/'
+        "t.csv:1:2: class name '\\xc0\\xaf' holds byte '\\xc0', which is not UTF-8 text, at byte 1" +
+            rule);
+  // A tab inside a name (the delimiter is ','), after a valid first name.
+  CHECK(error("1,ok\n2,a\tb\n") ==
+        "t.csv:2:2: class name 'a\\x09b' holds control character '\\x09' at byte 2" + rule);
+  // UTF-8 text of any script is a name: é (2 bytes), 日本 (3 each), 😀 (4).
+  const auto t = parse("1,caf\xc3\xa9\n2,\xe6\x97\xa5\xe6\x9c\xac\n3,\xf0\x9f\x98\x80\n", options);
+  CHECK(t.class_names ==
+        std::vector<std::string>{"caf\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac", "\xf0\x9f\x98\x80"});
+}
+
+TEST_CASE("CSV: a target rule is checked where the target is, by line and column") {
+  gradsum::CsvOptions options;
+  options.target_rule = {[](double y) { return y >= 0 && y <= 1; }, "a probability in [0, 1]"};
+  CHECK(parse("1,0\n2,0.25\n3,1\n", options).targets == std::vector<double>{0, 0.25, 1});
+  CHECK_THROWS_WITH_AS(parse("1,0\n\n2,1.5\n", options),
+                       "t.csv:3:2: target '1.5' is invalid (expected a probability in [0, 1])",
+                       gradsum::Error);
+  options.target_column = 0;
+  CHECK_THROWS_WITH_AS(parse("x,y\n-1,2\n", options),
+                       "t.csv:2:1: target '-1' is invalid (expected a probability in [0, 1])",
+                       gradsum::Error);
+  // Class names are numbered, not checked against the rule.
+  options.target_column = -1;
+  options.class_names = true;
+  CHECK(parse("1,a\n2,b\n3,c\n", options).targets == std::vector<double>{0, 1, 2});
+}
+
+TEST_CASE("CSV: what one input may cost: max_values and max_line_bytes") {
+  gradsum::CsvOptions options;
+  CHECK(options.max_values == (std::int64_t(1) << 28));      // 2 GiB of values, documented
+  CHECK(options.max_line_bytes == (std::int64_t(1) << 24));  // 16 MiB, documented
+  // 2 features a row: 4 values hold 2 rows; the third row, on line 4 (a
+  // header and a blank line before), is refused.
+  options.max_values = 4;
+  CHECK(parse("1,2,0\n3,4,1\n", options).num_rows == 2);
+  CHECK_THROWS_WITH_AS(parse("a,b,y\n1,2,0\n\n3,4,1\n5,6,0\n", options),
+                       "t.csv:5: 3 rows x 2 features exceed the 4 values a table may hold "
+                       "(CsvOptions::max_values, 8 bytes a value; raise it to read a larger table)",
+                       gradsum::Error);
+  // A distinct class name of n bytes counts as 16 + n/8 values: two names
+  // of 8 bytes take 34, three rows of one feature 3 more.
+  options.class_names = true;
+  options.max_values = 37;
+  CHECK(parse("1,abcdefgh\n2,bcdefghi\n3,abcdefgh\n", options).num_rows == 3);
+  options.max_values = 36;
+  CHECK_THROWS_WITH_AS(parse("1,abcdefgh\n2,bcdefghi\n3,abcdefgh\n", options),
+                       doctest::Contains("t.csv:3: 3 rows x 1 features and class names worth 34 "
+                                         "values exceed the 36 values"),
+                       gradsum::Error);
+  // Lines: max_line_bytes is read, one byte more is refused, also when
+  // the line spans the reader's chunks (64 KiB).
+  gradsum::CsvOptions lines;
+  lines.max_line_bytes = 6;  // "1,2,3\r": the '\r' of a CRLF counts, the '\n' does not
+  CHECK(parse("1,2,3\r\n4,5,6", lines).num_rows == 2);
+  lines.max_line_bytes = 5;
+  CHECK_THROWS_WITH_AS(parse("1,2,3\n4,5,67\n", lines),
+                       "t.csv:2: the line is longer than 5 bytes (CsvOptions::max_line_bytes; "
+                       "raise it to read longer lines)",
+                       gradsum::Error);
+  const std::string wide = "1" + std::string(199996, ' ') + ",0\n";  // 199999 bytes and '\n'
+  lines.max_line_bytes = 199999;
+  const auto t = parse(wide + wide, lines);
+  CHECK(t.features == std::vector<double>{1, 1});
+  lines.max_line_bytes = 199998;
+  CHECK_THROWS_WITH_AS(parse(wide + wide, lines),
+                       doctest::Contains("t.csv:1: the line is longer than 199998 bytes"),
+                       gradsum::Error);
+  lines.max_line_bytes = 0;
+  CHECK_THROWS_WITH_AS(parse("1,2\n", lines),
+                       "t.csv: CsvOptions::max_line_bytes 0 is invalid (expected a positive "
+                       "number of bytes)",
+                       gradsum::Error);
+}
+
+namespace {
+
+// A stream buffer of lines "1,2", 64 KiB of them (a chunk of the reader)
+// at a time, whose third refill fails as an allocation would.
+class FailingBuffer : public std::streambuf {
+ protected:
+  int_type underflow() override {
+    if (++fills_ == 3) throw std::bad_alloc();
+    text_.clear();
+    for (int i = 0; i < 16384; ++i) text_ += "1,2\n";
+    setg(&text_[0], &text_[0], &text_[0] + text_.size());
+    return traits_type::to_int_type(text_[0]);
+  }
+
+ private:
+  int fills_ = 0;
+  std::string text_;
+};
+
+}  // namespace
+
+TEST_CASE("CSV: running out of memory while reading is an error naming the source and line") {
+  FailingBuffer buffer;
+  std::istream in(&buffer);
+  // Two chunks read: 32768 rows of one feature and a target, 16 bytes each.
+  CHECK_THROWS_WITH_AS(gradsum::parse_csv(in, "big.csv"),
+                       "big.csv:32768: out of memory while reading, holding 32768 rows x 1 "
+                       "features (524288 bytes of values); lower CsvOptions::max_values so that such a file is "
+                       "refused before memory runs out",
                        gradsum::Error);
 }

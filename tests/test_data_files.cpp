@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -41,7 +42,99 @@ std::string libsvm_error(const std::string& text, const gradsum::LibsvmOptions& 
   return "accepted";
 }
 
+// Kibibytes on the line of /proc/self/status that starts with `key`.
+long long status_kib(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key, 0) == 0) return std::stoll(line.substr(key.size()));
+  return -1;
+}
+
+// How far this process's peak resident memory rises above its resident
+// memory while `work` runs, in bytes, the peak reset first through
+// /proc/self/clear_refs (Linux 4.0 on); -1 where no reset is offered.
+long long peak_growth(const std::function<void()>& work) {
+  {
+    std::ofstream clear("/proc/self/clear_refs");
+    clear << "5";
+    if (!clear) return -1;
+  }
+  const long long before = status_kib("VmRSS:");
+  if (before < 0 || status_kib("VmHWM:") > before + 1024) return -1;  // no reset
+  work();
+  return (status_kib("VmHWM:") - before) * 1024;
+}
+
+// Text a thousand times larger than its table: row k is "k<pad>,k % 3"
+// with about 1 KiB of padding, then a line of spaces; every 1000th row is
+// padded to 100 KiB instead, a line over a chunk of the reader.
+std::string padded_rows(int rows) {
+  std::string text;
+  for (int k = 0; k < rows; ++k) {
+    text += std::to_string(k) + std::string(k % 1000 == 0 ? 100000 : 1000, ' ') + "," +
+            std::to_string(k % 3) + "\n";
+    text += std::string(1000, ' ') + "\n";
+  }
+  return text;
+}
+
 }  // namespace
+
+TEST_CASE("a gzip CSV is read as a stream: memory is its table, not its text") {
+  // 50 MB of text (its table: 24000 rows of a feature and a target, 384
+  // KB), compressed to about 100 KB: reading it costs the table and a
+  // chunk, not the text (and a copy of it), which the reader held before.
+  const int rows = 24000;
+  const std::string path = temp_path("padded.csv.gz");
+  {
+    const std::string text = padded_rows(rows);
+    REQUIRE(text.size() > 48000000);
+    write_gzip(path, text);
+  }
+  gradsum::Table table;
+  const long long growth = peak_growth([&] { table = gradsum::read_csv(path); });
+  REQUIRE(table.num_rows == std::size_t(rows));
+  bool same = table.num_features == 1;
+  for (int k = 0; k < rows; ++k)
+    same = same && table.features[std::size_t(k)] == k && table.targets[std::size_t(k)] == k % 3;
+  CHECK_MESSAGE(same, "the streamed table is not rows k, k % 3");
+  if (growth < 0)
+    MESSAGE("skipped the memory bound: the kernel offers no reset of the peak (clear_refs)");
+  else
+    CHECK_MESSAGE(growth < 16 * 1024 * 1024, "reading 50 MB of text raised the peak by " << growth
+                                                 << " bytes; its table is 384 KB");
+  // LIBSVM: the same rows as "k % 3 1:k", comments padding them.
+  {
+    std::string text;
+    for (int k = 0; k < rows; ++k)
+      text += std::to_string(k % 3) + " 1:" + std::to_string(k) + " #" +
+              std::string(k % 1000 == 0 ? 100000 : 2000, ' ') + "\n";
+    write_gzip(path, text);
+  }
+  gradsum::Table sparse;
+  const long long sparse_growth = peak_growth([&] { sparse = gradsum::read_libsvm(path); });
+  REQUIRE(sparse.num_rows == std::size_t(rows));
+  CHECK(sparse.features[std::size_t(rows - 1)] == rows - 1);
+  CHECK(sparse.targets[std::size_t(rows - 1)] == (rows - 1) % 3);
+  if (sparse_growth >= 0)
+    CHECK_MESSAGE(sparse_growth < 16 * 1024 * 1024,
+                  "reading 48 MB of LIBSVM text raised the peak by " << sparse_growth << " bytes");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("read_text_file: the whole text, bounded") {
+  const std::string path = temp_path("text.gz");
+  write_gzip(path, std::string(100000, 'x'));
+  CHECK(gradsum::read_text_file(path) == std::string(100000, 'x'));
+  CHECK(gradsum::read_text_file(path, 100000).size() == 100000);
+  CHECK_THROWS_WITH_AS(gradsum::read_text_file(path, 99999),
+                       (path + ": the text exceeds 99999 bytes (after decompression); "
+                               "read_text_file's max_bytes bounds it: raise it to read a longer "
+                               "text").c_str(),
+                       gradsum::Error);
+  CHECK(gradsum::default_max_text_bytes == (std::uint64_t(1) << 30));
+  std::remove(path.c_str());
+}
 
 TEST_CASE("a gzip-compressed CSV reads as its plain text") {
   const std::string text = "a,b,y\n1,2,3\n4.5,-6,7\n";
@@ -148,8 +241,16 @@ TEST_CASE("every malformed LIBSVM input is rejected with file:line:column") {
   gradsum::LibsvmOptions tiny;
   tiny.max_values = 10;
   CHECK(libsvm_error("1 1:1\n1 11:1\n", tiny) ==
-        "t.svm: 2 rows x 11 features exceed the 10 values a dense table may hold here "
-        "(max_values)");
+        "t.svm:2: 2 rows x 11 features exceed the 10 values a table may hold "
+        "(LibsvmOptions::max_values, 8 bytes a value; raise it to read a larger table)");
+  // Checked after every line: 10 values hold 5 rows of 2 features.
+  CHECK(libsvm_error("1 2:1\n1 1:1\n0\n0\n0\n0\n0\n", tiny) ==
+        "t.svm:6: 6 rows x 2 features exceed the 10 values a table may hold "
+        "(LibsvmOptions::max_values, 8 bytes a value; raise it to read a larger table)");
+  tiny.max_line_bytes = 8;
+  CHECK(libsvm_error("1 1:1234\n1 1:12345\n", tiny) ==
+        "t.svm:2: the line is longer than 8 bytes (LibsvmOptions::max_line_bytes; raise it to "
+        "read longer lines)");
   CHECK_THROWS_WITH(gradsum::read_libsvm(temp_path("missing.svm")),
                     (temp_path("missing.svm") +
                      ": cannot open for reading: No such file or directory").c_str());

@@ -6,24 +6,36 @@
 /// class names) from delimited text files on the host.
 
 #include <gradsum/core/error.hpp>
+#include <gradsum/core/text.hpp>
 #include <gradsum/data/gzip.hpp>
+#include <gradsum/data/lines.hpp>
 
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
+#include <functional>
 #include <istream>
 #include <map>
-#include <sstream>
+#include <new>
 #include <string>
 #include <string_view>
-#include <system_error>
+#include <utility>
 #include <vector>
 
 namespace gradsum {
+
+/// A rule every numeric target must follow, and what it expects (for the
+/// message): `{[](double y) { return y >= 0 && y <= 1; }, "a probability in
+/// [0, 1]"}`. Without `accepts`, any target the other options allow.
+struct TargetRule {
+  /// Whether target `y` is valid (a loss's `is_valid_target`, say).
+  std::function<bool(double)> accepts;
+  /// What a valid target is, completing "expected ...".
+  std::string expected;
+};
 
 /// Whether the first non-blank line of a table is a header row.
 enum class Header {
@@ -63,8 +75,21 @@ struct CsvOptions {
   /// rows) and Table::class_names lists them. A number among names, or a
   /// name among numbers, is an error naming its line, column and value.
   /// With Header::automatic the header is then recognized by the feature
-  /// fields alone (a non-numeric target is no sign of a header).
+  /// fields alone (a non-numeric target is no sign of a header). A name
+  /// must be UTF-8 text without control characters (C0, DEL, C1): names
+  /// are printed as they are, so none may steer a terminal.
   bool class_names = false;
+  /// A rule every numeric target must follow, checked as the file is read
+  /// so that a bad target is named by line and column (a class name is
+  /// numbered, not checked).
+  TargetRule target_rule;
+  /// The most feature values (rows x features, 8 bytes each) the table may
+  /// hold; a distinct class name of n bytes counts as 16 + n/8 of them.
+  /// The row that would exceed it is an error, before memory is spent.
+  std::int64_t max_values = default_max_values;
+  /// The longest line accepted, in bytes (a line and its fields are held
+  /// while read).
+  std::int64_t max_line_bytes = default_max_line_bytes;
 };
 
 /// A numeric table read from a file: `num_rows` rows of `num_features`
@@ -111,17 +136,21 @@ struct Table {
 ///
 /// Errors throw gradsum::Error with a message that starts with
 /// `source:line:column: ` (1-based; the column is the field number) for a
-/// bad field, `source:line: ` for a problem of a whole row or `source: `
-/// for the file as a whole. A row with the wrong number of fields is
-/// reported at column 1. The work is linear in the size of the input.
+/// bad field, `source:line: ` for a problem of a whole row (or a line
+/// longer than CsvOptions::max_line_bytes, a table beyond
+/// CsvOptions::max_values, memory running out) or `source: ` for the file
+/// as a whole. A row with the wrong number of fields is reported at column
+/// 1. The text is read in chunks, never held whole: memory is the table
+/// plus one line. The work is linear in the size of the input.
 Table parse_csv(std::istream& in, const std::string& source_name,
                 const CsvOptions& options = {});
 
 /// Opens the file at `path` and parses it as `parse_csv` does, with `path`
 /// as the source name. A gzip-compressed file (it starts with the bytes
-/// 1f 8b, whatever its name) is decompressed through zlib first (see
-/// data/gzip.hpp). Throws gradsum::Error naming the path and the system's
-/// reason if the file cannot be opened or read.
+/// 1f 8b, whatever its name) is decompressed through zlib as it is read
+/// (see data/gzip.hpp), so CsvOptions::max_values bounds what a small
+/// file that expands a thousandfold may cost. Throws gradsum::Error naming
+/// the path and the system's reason if the file cannot be opened or read.
 Table read_csv(const std::string& path, const CsvOptions& options = {});
 
 namespace detail {
@@ -189,33 +218,11 @@ inline CsvNumber parse_csv_number(std::string_view field, std::string& buffer,
   return CsvNumber::ok;
 }
 
-/// A field as shown in an error message: at most 40 bytes, with bytes
-/// that are not printable ASCII written as `\xNN`.
-inline std::string csv_quote(std::string_view field) {
-  constexpr std::size_t max_shown = 40;
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  const std::size_t n = field.size() < max_shown ? field.size() : max_shown;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto c = static_cast<unsigned char>(field[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 0xf];
-    }
-  }
-  if (field.size() > max_shown) out += "...";
-  return "'" + out + "'";
-}
-
-inline std::string csv_show_char(char c) {
-  return csv_quote(std::string_view(&c, 1));
-}
+inline std::string csv_show_char(char c) { return quote_text(std::string_view(&c, 1)); }
 
 inline void csv_check_options(const std::string& source,
                               const CsvOptions& options) {
+  check_read_limits(source, "CsvOptions", options.max_values, options.max_line_bytes);
   if (options.target_column < -1)
     fail(source, ": target_column ", options.target_column,
          " is invalid (expected -1 for the last column, or a column index "
@@ -238,13 +245,13 @@ inline void csv_check_options(const std::string& source,
     case CsvNumber::empty:
       fail(where, "empty field (expected a number)");
     case CsvNumber::non_finite:
-      fail(where, "non-finite value ", csv_quote(field),
+      fail(where, "non-finite value ", quote_text(field),
            " (the data must be finite)");
     case CsvNumber::out_of_range:
-      fail(where, "value ", csv_quote(field),
+      fail(where, "value ", quote_text(field),
            " is out of range for a double (the data must be finite)");
     default:
-      fail(where, "non-numeric field ", csv_quote(field),
+      fail(where, "non-numeric field ", quote_text(field),
            " (expected a number)");
   }
 }
@@ -257,7 +264,7 @@ struct CsvClassNames {
   std::size_t first_line = 0;        // where the first name was
   std::string first_name;            // and what it was, for messages
   std::map<std::string, double> index;  // name -> provisional index
-  std::vector<std::string> in_order;    // names in order of appearance
+  std::int64_t cost = 0;                // in values, for CsvOptions::max_values
 
   /// The provisional index of target field `field`; throws for a number
   /// among names, a name among numbers, or an empty field.
@@ -266,17 +273,21 @@ struct CsvClassNames {
     const std::string where = concat(source, ':', line, ':', column, ": ");
     if (status == CsvNumber::empty) fail(where, "empty field (expected a class name)");
     if (!on)
-      fail(where, "class name ", csv_quote(field), " in a target column of numbers (line ",
+      fail(where, "class name ", quote_text(field), " in a target column of numbers (line ",
            first_line, " holds a number; the target column must hold only numbers or only "
            "class names)");
     if (status != CsvNumber::not_numeric)
-      fail(where, "number ", csv_quote(field), " in a target column of class names (line ",
-           first_line, " holds ", csv_quote(first_name), "; the target column must hold only "
+      fail(where, "number ", quote_text(field), " in a target column of class names (line ",
+           first_line, " holds ", quote_text(first_name), "; the target column must hold only "
            "numbers or only class names)");
     auto it = index.find(std::string(field));
     if (it == index.end()) {
-      it = index.emplace(std::string(field), double(in_order.size())).first;
-      in_order.push_back(it->first);
+      const std::string reason = unprintable_reason(field);
+      if (!reason.empty())
+        fail(where, "class name ", quote_text(field), " holds ", reason, " (class names are "
+             "printed as they are, so they must be UTF-8 text without control characters)");
+      it = index.emplace(std::string(field), double(index.size())).first;
+      cost += 16 + std::int64_t(field.size() / 8);  // a map node and the name's bytes
     }
     return it->second;
   }
@@ -290,7 +301,7 @@ struct CsvClassNames {
     if (num_classes > 0 && index.size() > std::size_t(num_classes))
       fail(source, ": the target column holds ", index.size(), " class names, more than the ",
            num_classes, " classes expected");
-    std::vector<double> sorted_index(in_order.size());
+    std::vector<double> sorted_index(index.size());
     double k = 0;
     for (const auto& entry : index) {  // std::map iterates in sorted order
       sorted_index[std::size_t(entry.second)] = k++;
@@ -298,6 +309,140 @@ struct CsvClassNames {
     }
     for (double& y : table.targets) y = sorted_index[std::size_t(y)];
   }
+};
+
+/// One parse_csv call: the table so far and what its first data row fixed.
+class CsvReader {
+ public:
+  CsvReader(const std::string& source, const CsvOptions& options)
+      : source_(source), options_(options) {
+    csv_check_options(source, options);
+    table_.source = source;
+  }
+
+  Table read(std::streambuf* in) {
+    LineReader lines(in, source_, options_.max_line_bytes, "CsvOptions");
+    try {
+      std::string_view view;
+      while (lines.next(view)) {
+        line_ = lines.line_number();
+        if (line_ == 1 && view.substr(0, 3) == "\xEF\xBB\xBF") view.remove_prefix(3);
+        if (!view.empty() && view.back() == '\r') view.remove_suffix(1);
+        if (csv_trim(view).empty()) continue;
+        csv_split(view, options_.delimiter, fields_);
+        const bool first = !seen_first_;
+        seen_first_ = true;
+        if (first && is_header())
+          table_.header.assign(fields_.begin(), fields_.end());
+        else
+          add_row();
+      }
+      if (table_.num_rows == 0) fail(source_, ": no data rows");
+      if (names_.on) names_.finish(source_, options_.num_classes, table_);
+    } catch (const std::bad_alloc&) {
+      out_of_memory(source_, line_, table_.num_rows, table_.num_features, "CsvOptions");
+    }
+    return std::move(table_);
+  }
+
+ private:
+  // With Header::automatic, a header iff a field is empty or not a number;
+  // with class names the target field (as the first data row places it)
+  // does not decide, and a one-field line is no data row.
+  bool is_header() {
+    if (options_.header != Header::automatic) return options_.header == Header::present;
+    const std::size_t skip = !options_.class_names || fields_.size() < 2 ? fields_.size()
+                             : options_.target_column < 0
+                                 ? fields_.size() - 1
+                                 : static_cast<std::size_t>(options_.target_column);
+    double value = 0.0;
+    for (std::size_t c = 0; c < fields_.size(); ++c) {
+      if (c == skip) continue;
+      const auto status = parse_csv_number(fields_[c], buffer_, value);
+      if (status == CsvNumber::empty || status == CsvNumber::not_numeric) return true;
+    }
+    return false;
+  }
+
+  void start_columns() {
+    num_columns_ = fields_.size();
+    first_data_line_ = line_;
+    if (num_columns_ < 2)
+      fail(source_, ':', line_, ": row has ", num_columns_, " field, but at least 2 columns "
+           "are needed (one or more features and the target)");
+    if (options_.target_column >= 0 &&
+        static_cast<std::size_t>(options_.target_column) >= num_columns_)
+      fail(source_, ':', line_, ": target column ", options_.target_column,
+           " is out of range for ", num_columns_, " columns");
+    target_ = options_.target_column < 0 ? num_columns_ - 1
+                                         : static_cast<std::size_t>(options_.target_column);
+    table_.num_features = num_columns_ - 1;
+    row_.resize(table_.num_features);
+  }
+
+  // Reads the row in `fields_` and appends it, unless the table would
+  // then exceed max_values.
+  void add_row() {
+    if (num_columns_ == 0) {
+      start_columns();
+    } else if (fields_.size() != num_columns_) {
+      fail(source_, ':', line_, ":1: row has ", fields_.size(),
+           fields_.size() == 1 ? " field" : " fields", ", expected ", num_columns_,
+           " (as on line ", first_data_line_, ")");
+    }
+    double target = 0.0;
+    for (std::size_t c = 0, j = 0; c < num_columns_; ++c) {
+      if (c == target_) {
+        target = read_target(fields_[c], c + 1);
+        continue;
+      }
+      const auto status = parse_csv_number(fields_[c], buffer_, row_[j++]);
+      if (status != CsvNumber::ok &&
+          !(status == CsvNumber::non_finite && options_.allow_nonfinite))
+        csv_field_error(source_, line_, c + 1, fields_[c], status);
+    }
+    check_table_size(source_, line_, std::int64_t(table_.num_rows) + 1,
+                     std::int64_t(table_.num_features), names_.cost, options_.max_values,
+                     "CsvOptions");
+    table_.features.insert(table_.features.end(), row_.begin(), row_.end());
+    table_.targets.push_back(target);
+    ++table_.num_rows;
+  }
+
+  double read_target(std::string_view field, std::size_t column) {
+    double value = 0.0;
+    const auto status = parse_csv_number(field, buffer_, value);
+    if (options_.class_names) {
+      if (table_.num_rows == 0) {
+        names_.on = status == CsvNumber::not_numeric;
+        names_.first(line_, field);
+      }
+      if (names_.on || status == CsvNumber::not_numeric)
+        return names_.add(source_, line_, column, field, status);
+    }
+    if (status != CsvNumber::ok && !(status == CsvNumber::non_finite && options_.allow_nonfinite))
+      csv_field_error(source_, line_, column, field, status);
+    const int classes = options_.num_classes;
+    if (classes > 0 && !(value >= 0 && value < classes && value == std::floor(value)))
+      fail(source_, ':', line_, ':', column, ": label ", quote_text(field),
+           " is not a class (expected an integer in [0, ", classes, "))");
+    const TargetRule& rule = options_.target_rule;
+    if (rule.accepts && !rule.accepts(value))
+      fail(source_, ':', line_, ':', column, ": target ", quote_text(field),
+           " is invalid (expected ", rule.expected, ")");
+    return value;
+  }
+
+  const std::string& source_;
+  const CsvOptions& options_;
+  Table table_;
+  std::vector<std::string_view> fields_;
+  std::string buffer_;       // parse_csv_number's scratch
+  std::vector<double> row_;  // the features of the row being read
+  std::size_t line_ = 0;
+  bool seen_first_ = false;  // the first non-blank line was handled
+  std::size_t num_columns_ = 0, first_data_line_ = 0, target_ = 0;
+  CsvClassNames names_;
 };
 
 }  // namespace detail
@@ -312,141 +457,13 @@ inline double Table::feature(std::size_t i, std::size_t j) const {
 
 inline Table parse_csv(std::istream& in, const std::string& source_name,
                        const CsvOptions& options) {
-  detail::csv_check_options(source_name, options);
-
-  Table table;
-  table.source = source_name;
-
-  std::string line;
-  std::string buffer;
-  std::vector<std::string_view> fields;
-  std::size_t line_number = 0;
-  bool seen_first = false;       // the first non-blank line was handled
-  std::size_t num_columns = 0;   // fixed by the first data row
-  std::size_t first_data_line = 0;
-  std::size_t target = 0;
-  detail::CsvClassNames names;
-
-  while (std::getline(in, line)) {
-    ++line_number;
-    std::string_view view(line);
-    if (line_number == 1 && view.substr(0, 3) == "\xEF\xBB\xBF")
-      view.remove_prefix(3);
-    if (!view.empty() && view.back() == '\r') view.remove_suffix(1);
-    if (detail::csv_trim(view).empty()) continue;
-
-    detail::csv_split(view, options.delimiter, fields);
-
-    if (!seen_first) {
-      seen_first = true;
-      bool is_header = options.header == Header::present;
-      if (options.header == Header::automatic) {
-        double value = 0.0;
-        // With class names, the target field (the one the first data row
-        // would use) does not decide; a one-field line is no data row.
-        const std::size_t skip =
-            !options.class_names || fields.size() < 2 ? fields.size()
-            : options.target_column < 0 ? fields.size() - 1
-                                        : static_cast<std::size_t>(options.target_column);
-        for (std::size_t c = 0; c < fields.size(); ++c) {
-          if (c == skip) continue;
-          const std::string_view f = fields[c];
-          const auto status = detail::parse_csv_number(f, buffer, value);
-          if (status == detail::CsvNumber::empty ||
-              status == detail::CsvNumber::not_numeric) {
-            is_header = true;
-            break;
-          }
-        }
-      }
-      if (is_header) {
-        table.header.assign(fields.begin(), fields.end());
-        continue;
-      }
-    }
-
-    if (num_columns == 0) {
-      num_columns = fields.size();
-      first_data_line = line_number;
-      if (num_columns < 2)
-        detail::fail(source_name, ':', line_number, ": row has ", num_columns,
-                     " field, but at least 2 columns are needed (one or "
-                     "more features and the target)");
-      if (options.target_column >= 0 &&
-          static_cast<std::size_t>(options.target_column) >= num_columns)
-        detail::fail(source_name, ':', line_number, ": target column ",
-                     options.target_column, " is out of range for ",
-                     num_columns, " columns");
-      target = options.target_column < 0
-                   ? num_columns - 1
-                   : static_cast<std::size_t>(options.target_column);
-      table.num_features = num_columns - 1;
-    } else if (fields.size() != num_columns) {
-      detail::fail(source_name, ':', line_number, ":1: row has ",
-                   fields.size(), fields.size() == 1 ? " field" : " fields",
-                   ", expected ", num_columns, " (as on line ",
-                   first_data_line, ")");
-    }
-
-    for (std::size_t c = 0; c < num_columns; ++c) {
-      double value = 0.0;
-      const auto status = detail::parse_csv_number(fields[c], buffer, value);
-      if (c == target && options.class_names) {
-        if (table.num_rows == 0) {
-          names.on = status == detail::CsvNumber::not_numeric;
-          names.first(line_number, fields[c]);
-        }
-        if (names.on || status == detail::CsvNumber::not_numeric) {
-          value = names.add(source_name, line_number, c + 1, fields[c], status);
-          table.targets.push_back(value);
-          continue;
-        }
-      }
-      if (status != detail::CsvNumber::ok &&
-          !(status == detail::CsvNumber::non_finite && options.allow_nonfinite))
-        detail::csv_field_error(source_name, line_number, c + 1, fields[c],
-                                status);
-      if (c == target && options.num_classes > 0 &&
-          !(value >= 0 && value < options.num_classes && value == std::floor(value)))
-        detail::fail(source_name, ':', line_number, ':', c + 1, ": label ",
-                     detail::csv_quote(fields[c]), " is not a class (expected an integer in [0, ",
-                     options.num_classes, "))");
-      if (c == target)
-        table.targets.push_back(value);
-      else
-        table.features.push_back(value);
-    }
-    ++table.num_rows;
-  }
-
-  if (in.bad())
-    detail::fail(source_name, ": read error after line ", line_number);
-  if (table.num_rows == 0) detail::fail(source_name, ": no data rows");
-  if (names.on) names.finish(source_name, options.num_classes, table);
-  return table;
+  return detail::CsvReader(source_name, options).read(in.rdbuf());
 }
 
 inline Table read_csv(const std::string& path, const CsvOptions& options) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    detail::fail(path, ": cannot open for reading: ",
-                 std::generic_category().message(EISDIR));
-  errno = 0;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    const int err = errno;
-    detail::fail(path, ": cannot open for reading: ",
-                 err != 0 ? std::generic_category().message(err)
-                          : std::string("unknown reason"));
-  }
-  char magic[2] = {0, 0};
-  if (file.read(magic, 2) && magic[0] == '\x1f' && magic[1] == '\x8b') {
-    std::istringstream text(detail::read_gzip(path));
-    return parse_csv(text, path, options);
-  }
-  file.clear();
-  file.seekg(0);
-  return parse_csv(file, path, options);
+  detail::CsvReader reader(path, options);
+  detail::TextFileBuffer text(path);
+  return reader.read(&text);
 }
 
 }  // namespace gradsum

@@ -9,6 +9,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/restored.hpp>
+#include <gradsum/core/text.hpp>
 #include <gradsum/data/scaling.hpp>
 
 #include <fcntl.h>
@@ -160,8 +161,15 @@ class CheckpointReader {
     at_ += n;
     return s;
   }
+  // Every string a checkpoint holds is printed somewhere (names, messages):
+  // none may carry control characters to a terminal.
   std::string get_string(const char* what) {
-    return get_raw(get<std::uint32_t>(what), what);
+    std::string s = get_raw(get<std::uint32_t>(what), what);
+    const std::string reason = unprintable_reason(s);
+    if (!reason.empty())
+      fail("gradsum::load_checkpoint: '", path_, "': ", what, " ", quote_text(s), " holds ",
+           reason, "; the file is corrupted");
+    return s;
   }
   std::vector<double> get_vector(const char* what) {
     const auto n = get<std::uint64_t>(what);
@@ -217,7 +225,13 @@ inline std::string encode_checkpoint(const CheckpointData& c) {
   w.put_vector(c.loop);
   if (!c.class_names.empty()) {
     w.put(std::uint32_t(c.class_names.size()));
-    for (const std::string& name : c.class_names) w.put_string(name);
+    for (const std::string& name : c.class_names) {
+      const std::string reason = detail::unprintable_reason(name);
+      if (!reason.empty())  // it would be refused when read back
+        detail::fail("gradsum::save_checkpoint: class name ", detail::quote_text(name), " holds ",
+                     reason, " (class names must be UTF-8 text without control characters)");
+      w.put_string(name);
+    }
   }
   std::string& bytes = w.bytes();
   const std::uint64_t length = bytes.size() + sizeof(std::uint32_t);
