@@ -7,10 +7,12 @@
 #include <gradsum/gradsum.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,8 @@ const char* usage() {
          "\n"
          "  --output FILE   write the lines to FILE instead (default '-', standard\n"
          "                  output); a regular file is replaced only once complete\n"
+         "  --max-values N  refuse a data file of more than N feature values\n"
+         "                  (default 2^28, 2 GiB as doubles)\n"
          "  --kokkos-...    passed to Kokkos; threads: all of this process's cores\n"
          "                  unless OMP_NUM_THREADS, KOKKOS_NUM_THREADS or\n"
          "                  --kokkos-threads=N (or --kokkos-num-threads=N) says\n";
@@ -38,7 +42,18 @@ const char* usage() {
 
 struct Options {
   std::string params, data, output = "-";
+  std::int64_t max_values = gradsum::default_max_values;
 };
+
+// A positive integer value of `flag`.
+std::int64_t parse_count(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || v < 1)
+    gradsum::fail(flag, ": expected a positive integer, got '", text, "'");
+  return v;
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -53,6 +68,7 @@ Options parse(int argc, char** argv) {
     if (flag == "--params") o.params = argv[++i];
     else if (flag == "--data") o.data = argv[++i];
     else if (flag == "--output") o.output = argv[++i];
+    else if (flag == "--max-values") o.max_values = parse_count(flag, argv[++i]);
     else gradsum::fail("unknown option '", flag, "' (see --help)");
   }
   if (o.params.empty()) gradsum::fail("--params FILE is required (see --help)");
@@ -263,6 +279,7 @@ int main(int argc, char** argv) {
     check_class_names(c, o.params);
     gradsum::CsvOptions csv;
     csv.class_names = !c.class_names.empty();
+    csv.max_values = o.max_values;
     gradsum::Table table = gradsum::read_csv(o.data, csv);
     number_as_model(table, c.class_names, o.params);
     const bool targets = split_targets(table, std::size_t(c.num_features), o.params);

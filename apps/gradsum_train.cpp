@@ -752,6 +752,7 @@ gradsum::Table read_inputs(const Options& options, Inputs& inputs) {
   csv.target_column = options.target_column;
   csv.class_names = true;
   csv.target_rule = target_rule(options);
+  csv.max_values = options.max_values;
   inputs.train = gradsum::read_csv(options.data, csv);
   inputs.class_names = inputs.train.class_names;
   if (options.suspects > 0) inputs.file_rows = training_file_rows(inputs.train.num_rows, options);

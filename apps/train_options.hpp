@@ -6,6 +6,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/signature.hpp>
+#include <gradsum/data/lines.hpp>
 #include <gradsum/optimizer/schedule.hpp>
 
 #include <algorithm>
@@ -61,6 +62,7 @@ struct Options {
   bool standardize = false;
   std::string space;  // empty = Kokkos' default execution space
   int target_column = -1;
+  std::int64_t max_values = gradsum::default_max_values;  // --max-values: the table's bound
   std::string save_params;
   std::string progress = "auto";  // auto | on | off
   std::string log;                // CSV log of every update
@@ -90,6 +92,9 @@ inline const char* usage() {
          "\n"
          "  --data FILE            the CSV file (required)\n"
          "  --target-column K      0-based column of the target (default: last)\n"
+         "  --max-values N         refuse a data file of more than N feature values\n"
+         "                         (default 2^28, 2 GiB as doubles): a gzip file can\n"
+         "                         expand a thousandfold\n"
          "  --model M              linear | logistic | softmax | mlp:H1,H2,… (hidden\n"
          "                         layer widths; default logistic)\n"
          "  --loss L               mlp: squared | logistic | softmax (default softmax)\n"
@@ -432,6 +437,8 @@ inline Options parse(const std::vector<std::string>& args) {
       o.standardize = true;
     } else if (flag == "--space") {
       o.space = value();
+    } else if (flag == "--max-values") {
+      o.max_values = detail::parse_integer(flag, value(), 1, INT64_MAX / 8);
     } else if (flag == "--target-column") {
       o.target_column = int(detail::parse_integer(flag, value(), 0, 1000000000));
     } else if (flag == "--save-params") {

@@ -200,6 +200,10 @@ expect 2 "--kokkos-num-threads: expected --kokkos-num-threads=N with N an intege
   "$train" --data two.csv --kokkos-num-threads=1000
 expect 2 "--kokkos-threads: expected --kokkos-threads=N" "gradsum-predict with 0 threads" -- \
   "$predict" --params x.ckpt --data two.csv --kokkos-threads=0
+expect 1 "two.csv:2: 2 rows x 2 features exceed the 3 values a table may hold" \
+  "--max-values 3 for a file of 4 values" -- "$train" --data two.csv --max-values 3
+expect 2 "--max-values: expected a positive integer, got '0'" "gradsum-predict --max-values 0" -- \
+  "$predict" --params x.ckpt --data two.csv --max-values 0
 expect 2 "--lr: '1e-400' is too close to 0 to be represented (it would be 0)" \
   "a learning rate that underflows to 0" -- "$train" --data two.csv --lr 1e-400
 begin_entry
