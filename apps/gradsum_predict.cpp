@@ -219,7 +219,7 @@ void print_class(gradsum::OutputFile& out, const gradsum::CheckpointData& c, int
 
 template <class Model>
 void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum::Table& table,
-             bool targets, gradsum::OutputFile& out) {
+             bool targets, gradsum::OutputFile& out, const std::string& params) {
   // Every size the loop below indexes with must be the model's own (an MLP
   // checkpoint's sizes are not checked by check_sizes).
   if (model.num_parameters() != c.num_parameters || model.num_features() != c.num_features ||
@@ -228,6 +228,7 @@ void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum
                   model.num_outputs(), " outputs and ", model.num_parameters(),
                   " parameters, but the checkpoint declares ", c.num_features, ", ",
                   c.num_outputs, " and ", c.num_parameters, " (the file is corrupted)");
+  if (targets) check_targets(table, c, params);
   const std::vector<double> theta = c.parameters();
   const bool regression = c.loss == "squared_error";
   const Predictions predicted = predict_rows(model, theta, table, regression);
@@ -283,20 +284,19 @@ int main(int argc, char** argv) {
     gradsum::Table table = gradsum::read_csv(o.data, csv);
     number_as_model(table, c.class_names, o.params);
     const bool targets = split_targets(table, std::size_t(c.num_features), o.params);
-    if (targets) check_targets(table, c, o.params);
     if (!c.scaler.mean.empty()) c.scaler.transform(table);
     const int d = int(c.num_features), k = int(c.num_outputs);
     gradsum::OutputFile out(o.output, "--output");
     const bool one_output = c.loss == "squared_error" || c.loss == "binary_cross_entropy";
     const std::string mlp = "mlp:";
     if (c.model == "linear" && one_output)
-      predict(gradsum::Linear(d), c, table, targets, out);
+      predict(gradsum::Linear(d), c, table, targets, out, o.params);
     else if (c.model == "softmax" && c.loss == "softmax_cross_entropy")
-      predict(gradsum::Softmax(d, k), c, table, targets, out);
+      predict(gradsum::Softmax(d, k), c, table, targets, out, o.params);
     else if (c.model.compare(0, mlp.size(), mlp) == 0 &&
              (one_output || c.loss == "softmax_cross_entropy")) {
       const auto net = gradsum::MLP::from_description(c.model.substr(mlp.size()));
-      predict(net, c, table, targets, out);
+      predict(net, c, table, targets, out, o.params);
     }
     else
       gradsum::fail("'", o.params, "' holds model ", c.model, " with loss ", c.loss,

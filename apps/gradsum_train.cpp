@@ -246,7 +246,7 @@ track_suspects(const Context& context, const Space& space, const Model& model, c
   const Options& o = context.options;
   if (o.suspects == 0) return nullptr;
   if (o.suspects > data.num_samples())
-    gradsum::fail("--suspects: asks for ", o.suspects, " rows, but training holds ",
+    gradsum::fail_agreed("--suspects: asks for ", o.suspects, " rows, but training holds ",
                   data.num_samples(), "; ask for at most ", data.num_samples());
   auto history = std::make_unique<gradsum::diagnostics::MarginHistory<Space, Model, Loss, Theta, Data>>(
       space, model, loss, theta, data, rows);
