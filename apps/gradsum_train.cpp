@@ -146,10 +146,9 @@ struct Inputs {
 // split or a scaling on one rank only would train a wrong model silently).
 gradsum::Signature run_signature(const Options& o, const Inputs& in) {
   gradsum::Signature s = gradsum_train::agreed_flags(o);
-  for (const auto& [name, table] :
-       {std::pair<std::string, const gradsum::Table*>{"training rows", &in.train},
-        {"validation rows", &in.validation},
-        {"test rows", &in.test}}) {
+  const std::pair<std::string, const gradsum::Table*> tables[] = {
+      {"training rows", &in.train}, {"validation rows", &in.validation}, {"test rows", &in.test}};
+  for (const auto& [name, table] : tables) {
     s.add(name, std::int64_t(table->num_rows));
     s.add_hash(name + " (features)", table->features.data(), table->features.size());
     s.add_hash(name + " (targets)", table->targets.data(), table->targets.size());

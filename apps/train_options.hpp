@@ -521,45 +521,34 @@ inline gradsum::Signature agreed_flags(const Options& o) {
   s.advice = "start every rank with the same flags and the same data";
   std::string widths;
   for (int h : o.hidden) widths += std::to_string(h) + ',';
-  for (const auto& [flag, text] :
-       {std::pair<const char*, std::string>{"--model", o.model + ':' + widths},
-        {"--loss", o.loss}, {"--activation", o.activation}, {"--mlp-path", o.mlp_path},
-        {"--init", o.init}, {"--optimizer", o.optimizer}, {"--schedule", o.schedule},
-        {"--line-search", o.line_search}, {"--reduce", o.reduce}, {"--aggregate", o.aggregate},
-        {"--space", o.space}})
-    s.add_hash(flag, text);
-  for (const auto& [flag, value] :
-       {std::pair<const char*, double>{"--clip-norm", o.clip_norm},
-        {"--test-fraction", o.test_fraction}, {"--lr", o.lr_given ? o.lr : -1},
-        {"--momentum", o.momentum}, {"--beta1", o.beta1}, {"--beta2", o.beta2}, {"--eps", o.eps},
-        {"--weight-decay", o.weight_decay}, {"--grad-tol", o.grad_tol}, {"--loss-tol", o.loss_tol},
-        {"--aggregate clip", o.clip_c}, {"--l2", o.l2}, {"--validation", o.validation}})
-    s.add_bits(flag, value);
-  for (const auto& [flag, value] : {std::pair<const char*, std::int64_t>{"--warmup", o.warmup},
-                                    {"--history", o.history},
-                                    {"--max-steps", o.max_steps},
-                                    {"--on-nonfinite skip", o.skip_nonfinite},
-                                    {"--aggregate trimmed", o.trimmed_k},
-                                    {"--workers", o.workers},
-                                    {"--epochs", o.epochs},
-                                    {"--batch", o.batch},
-                                    {"--seed", std::int64_t(o.seed)},
-                                    {"--standardize", o.standardize},
-                                    {"--target-column", o.target_column},
-                                    {"--diagnostics", o.diagnostics},
-                                    {"--save-params given", !o.save_params.empty()},
-                                    {"--checkpoint given", !o.checkpoint.empty()},
-                                    {"--checkpoint-every", o.checkpoint_every},
-                                    {"--resume given", !o.resume.empty()},
-                                    {"--early-stop", o.early_stop},
-                                    {"--accumulate", o.accumulate},
-                                    {"--noise-scale", o.noise_parts},
-                                    {"--watch-workers", o.watch_workers},
-                                    {"--print-gradient", o.print_gradient},
-                                    {"--duplicates", o.duplicates},
-                                    {"--suspects", o.suspects},
-                                    {"--suspects-out given", !o.suspects_out.empty()}})
-    s.add(flag, value);
+  // Arrays, not braced lists: nvcc 11 cannot deduce the range of one.
+  const std::pair<const char*, std::string> texts[] = {
+      {"--model", o.model + ':' + widths}, {"--loss", o.loss}, {"--activation", o.activation},
+      {"--mlp-path", o.mlp_path}, {"--init", o.init}, {"--optimizer", o.optimizer},
+      {"--schedule", o.schedule}, {"--line-search", o.line_search}, {"--reduce", o.reduce},
+      {"--aggregate", o.aggregate}, {"--space", o.space}};
+  for (const auto& [flag, text] : texts) s.add_hash(flag, text);
+  const std::pair<const char*, double> numbers[] = {
+      {"--clip-norm", o.clip_norm}, {"--test-fraction", o.test_fraction},
+      {"--lr", o.lr_given ? o.lr : -1}, {"--momentum", o.momentum}, {"--beta1", o.beta1},
+      {"--beta2", o.beta2}, {"--eps", o.eps}, {"--weight-decay", o.weight_decay},
+      {"--grad-tol", o.grad_tol}, {"--loss-tol", o.loss_tol}, {"--aggregate clip", o.clip_c},
+      {"--l2", o.l2}, {"--validation", o.validation}};
+  for (const auto& [flag, value] : numbers) s.add_bits(flag, value);
+  const std::pair<const char*, std::int64_t> integers[] = {
+      {"--warmup", o.warmup}, {"--history", o.history}, {"--max-steps", o.max_steps},
+      {"--on-nonfinite skip", o.skip_nonfinite}, {"--aggregate trimmed", o.trimmed_k},
+      {"--workers", o.workers}, {"--epochs", o.epochs}, {"--batch", o.batch},
+      {"--seed", std::int64_t(o.seed)}, {"--standardize", o.standardize},
+      {"--target-column", o.target_column}, {"--diagnostics", o.diagnostics},
+      {"--save-params given", !o.save_params.empty()},
+      {"--checkpoint given", !o.checkpoint.empty()}, {"--checkpoint-every", o.checkpoint_every},
+      {"--resume given", !o.resume.empty()}, {"--early-stop", o.early_stop},
+      {"--accumulate", o.accumulate}, {"--noise-scale", o.noise_parts},
+      {"--watch-workers", o.watch_workers}, {"--print-gradient", o.print_gradient},
+      {"--duplicates", o.duplicates}, {"--suspects", o.suspects},
+      {"--suspects-out given", !o.suspects_out.empty()}};
+  for (const auto& [flag, value] : integers) s.add(flag, value);
   return s;
 }
 

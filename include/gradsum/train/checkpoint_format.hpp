@@ -280,8 +280,10 @@ inline void check_checkpoint_header(const std::string& path, const char* bytes,
 inline void check_checkpoint_values(const std::string& path, const CheckpointData& c) {
   const char* function = "gradsum::load_checkpoint";
   const TrainingPosition& p = c.position;
-  for (const auto& [value, name] : {std::pair<std::int64_t, const char*>{p.step, "step"},
-                                    {p.epoch, "epoch"}, {p.batch, "batch"}})
+  // An array, not a braced list: nvcc 11 cannot deduce the range of one.
+  const std::pair<std::int64_t, const char*> counts[] = {
+      {p.step, "step"}, {p.epoch, "epoch"}, {p.batch, "batch"}};
+  for (const auto& [value, name] : counts)
     if (value < 0 || value > max_saved_count)
       fail(function, ": '", path, "' holds ", name, " ", value, ", expected an integer in [0, ",
            max_saved_count, "]");
