@@ -11,6 +11,7 @@
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/common.sh"
+export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1  # checkpoint_bytes.py
 train="$1" predict="$2" sklearn="$3" mpiexec="${4:-}" np_flag="${5:-}"
 in_work_dir hostile_cli
 numbered_entries 79
@@ -92,12 +93,12 @@ printf '1,2,ok\n3,4,a_]0;pwned_\n5,6,ok\n' >title_names.csv
 "$train" --data title_names.csv --model logistic --epochs 1 --progress off --checkpoint title.ckpt \
   >/dev/null 2>&1 || bad "could not write a checkpoint with class names to forge"
 python3 - title.ckpt escape.ckpt <<'EOF'
-import struct, sys, zlib
-data = bytearray(open(sys.argv[1], 'rb').read())
+import sys
+from checkpoint_bytes import read, write
+data = read(sys.argv[1])
 at = data.index(b'a_]0;pwned_')
 data[at:at + 11] = b'a\x1b]0;pwned\x07'
-data = data[:-4]
-open(sys.argv[2], 'wb').write(bytes(data) + struct.pack('<I', zlib.crc32(data) & 0xffffffff))
+write(sys.argv[2], data)
 EOF
 expect 1 "'escape.ckpt': a class name 'a\\x1b]0;pwned\\x07' holds control character '\\x1b' at byte 2; the file is corrupted" \
   "gradsum-predict with a resealed checkpoint whose class name sets the terminal's title" -- \
@@ -162,14 +163,15 @@ expect 1 "'truncated.ckpt' is 100 bytes long" "gradsum-predict with a truncated 
 # 2 features that holds 1 parameter instead of 3: the sizes must be checked
 # before the parameters are read.
 python3 - forged.ckpt <<'EOF'
-import struct, sys, zlib
+import struct, sys
+from checkpoint_bytes import write
 def s(t): return struct.pack('<I', len(t)) + t.encode()
 body = s('double') + struct.pack('<I', 8)
 for name in ['linear', 'squared_error', 'sgd', 'analytic', 'sum', 'local']: body += s(name)
 body += struct.pack('<qqqq', 1, 2, 1, 1) + struct.pack('<qqqQ', 0, 0, 0, 0) + struct.pack('<q', 0)
 body += struct.pack('<d', 0.5) + struct.pack('<Q', 0) * 4
 data = b'GRADSUMC' + struct.pack('<IIQ', 1, 0x01020304, 24 + len(body) + 4) + body
-open(sys.argv[1], 'wb').write(data + struct.pack('<I', zlib.crc32(data) & 0xffffffff))
+write(sys.argv[1], data)
 EOF
 expect 1 "'forged.ckpt' declares 1 parameters and 1 outputs, but a linear model of 2 features has 3 and 1" \
   "gradsum-predict with a checkpoint whose sizes disagree" -- "$predict" --params forged.ckpt --data two.csv
@@ -179,14 +181,12 @@ expect 1 "'forged.ckpt' declares 1 parameters and 1 outputs, but a linear model 
 "$train" --data "$iris" --model mlp:8 --epochs 1 --progress off --checkpoint mlp.ckpt >/dev/null 2>&1 ||
   bad "could not write an MLP checkpoint to forge"
 python3 - mlp.ckpt forged_mlp.ckpt <<'EOF'
-import struct, sys, zlib
-data = bytearray(open(sys.argv[1], 'rb').read())
-at = 24
-at += 4 + struct.unpack_from('<I', data, at)[0] + 4  # scalar name and size
-for _ in range(6): at += 4 + struct.unpack_from('<I', data, at)[0]  # policy names
+import struct, sys
+from checkpoint_bytes import after_names, read, write
+data = read(sys.argv[1])
+at, _ = after_names(data)
 struct.pack_into('<qq', data, at + 8, 1, 1)  # features, outputs after the parameter count
-data = data[:-4]
-open(sys.argv[2], 'wb').write(bytes(data) + struct.pack('<I', zlib.crc32(data) & 0xffffffff))
+write(sys.argv[2], data)
 EOF
 expect 1 "takes 4 features and has 3 outputs and 67 parameters, but the checkpoint declares 1, 1 and 67" \
   "gradsum-predict with an MLP checkpoint declaring 1 feature and 1 output" -- \
@@ -239,35 +239,16 @@ expect 1 "label7.csv: data row 2 (header not counted): target 7 is no class of t
   "$predict" --params logistic.ckpt --data label7.csv
 
 # --- forged checkpoints: values no writer makes, resealed; untrusted input -----
-# reseal.py IN OUT RECORD INDEX VALUE: IN with value INDEX of RECORD (host:
-# the optimizer's host values, mean, scale, loop) set to VALUE, and its
-# checksum made right again.
-cat >reseal.py <<'EOF'
-import struct, sys, zlib
-data = bytearray(open(sys.argv[1], 'rb').read())
-at = 24
-at += 4 + struct.unpack_from('<I', data, at)[0]
-size = struct.unpack_from('<I', data, at)[0]
-at += 4
-for _ in range(6): at += 4 + struct.unpack_from('<I', data, at)[0]  # policy names
-parameters = struct.unpack_from('<q', data, at)[0]
-rows = struct.unpack_from('<q', data, at + 64)[0]
-at += 72 + (1 + rows) * parameters * size
-for record in ['host', 'mean', 'scale', 'loop']:
-    count = struct.unpack_from('<Q', data, at)[0]
-    if record == sys.argv[3]:
-        struct.pack_into('<d', data, at + 8 + 8 * int(sys.argv[4]), float(sys.argv[5]))
-    at += 8 + 8 * count
-data = data[:-4]
-open(sys.argv[2], 'wb').write(bytes(data) + struct.pack('<I', zlib.crc32(data) & 0xffffffff))
-EOF
+# reseal IN OUT RECORD INDEX VALUE: IN with value INDEX of RECORD (host: the
+# optimizer's host values, mean, scale, loop) set to VALUE, checksum made right.
+reseal() { python3 "$here/checkpoint_bytes.py" "$@"; }
 "$train" --data "$iris" --model softmax --optimizer lbfgs --epochs 2 --progress off \
   --checkpoint lbfgs.ckpt >/dev/null 2>&1 || bad "could not write an L-BFGS checkpoint to forge"
-python3 reseal.py lbfgs.ckpt head.ckpt host 0 1e6
+reseal lbfgs.ckpt head.ckpt host 0 1e6
 expect 1 "'head.ckpt': L-BFGS's saved history head is 1e+06, expected an integer in [0, 9]" \
   "--resume an L-BFGS checkpoint whose history head is 1e6" -- \
   "$train" --data "$iris" --model softmax --optimizer lbfgs --epochs 4 --progress off --resume head.ckpt
-python3 reseal.py lbfgs.ckpt stored.ckpt host 1 2e9
+reseal lbfgs.ckpt stored.ckpt host 1 2e9
 expect 1 "'stored.ckpt': L-BFGS's saved number of pairs held is 2e+09, expected an integer in [0, 10]" \
   "--resume an L-BFGS checkpoint holding 2e9 pairs" -- \
   "$train" --data "$iris" --model softmax --optimizer lbfgs --epochs 4 --progress off --resume stored.ckpt
@@ -275,7 +256,7 @@ expect 1 "'stored.ckpt': L-BFGS's saved number of pairs held is 2e+09, expected 
   --checkpoint adam.ckpt >/dev/null 2>&1 || bad "could not write an Adam checkpoint to forge"
 # The host values of gradsum-train's first-order optimizers: the clipped-update
 # count, the schedule's count, then Adam's update count t.
-python3 reseal.py adam.ckpt adam_t.ckpt host 2 -1e300
+reseal adam.ckpt adam_t.ckpt host 2 -1e300
 expect 1 "'adam_t.ckpt': the adam optimizer's saved update count t is -1e+300, expected an integer" \
   "--resume an Adam checkpoint whose update count is -1e300" -- \
   "$train" --data "$iris" --model softmax --optimizer adam --epochs 4 --progress off --resume adam_t.ckpt
@@ -283,11 +264,11 @@ expect 1 "gradsum::load_checkpoint: '/dev/zero' is not a regular file (it is a c
   "--resume /dev/zero" -- "$train" --data "$iris" --model softmax --progress off --resume /dev/zero
 "$train" --data two.csv --standardize --epochs 1 --progress off --checkpoint scaled.ckpt \
   >/dev/null 2>&1 || bad "could not write a checkpoint with a scaler to forge"
-python3 reseal.py scaled.ckpt zero_scale.ckpt scale 1 0
+reseal scaled.ckpt zero_scale.ckpt scale 1 0
 expect 1 "the scaler of 'zero_scale.ckpt' has scale 0 for feature 1, expected a positive finite number" \
   "gradsum-predict with a checkpoint whose scaler divides by 0" -- \
   "$predict" --params zero_scale.ckpt --data two.csv
-python3 reseal.py scaled.ckpt nan_scale.ckpt scale 0 nan
+reseal scaled.ckpt nan_scale.ckpt scale 0 nan
 expect 1 "the scaler of 'nan_scale.ckpt' has scale nan for feature 0" \
   "gradsum-predict with a checkpoint whose scaler divides by NaN" -- \
   "$predict" --params nan_scale.ckpt --data two.csv
