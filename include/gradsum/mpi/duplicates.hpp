@@ -2,7 +2,7 @@
 #pragma once
 
 /// @file
-/// mpi::conflicting_duplicates: diagnostics::conflicting_duplicates over
+/// mpi::conflicting_duplicates: gradsum::conflicting_duplicates over
 /// data sharded across the ranks, with groups that may span ranks.
 
 #include <gradsum/core/error.hpp>
@@ -178,7 +178,7 @@ std::vector<std::uint64_t> candidate_features(
 /// (MPI_Allgatherv), the same report everywhere; the groups still raw.
 inline std::vector<gradsum::detail::RawDuplicateGroup> gather_groups(
     const Communicator& comm, const std::vector<gradsum::detail::RawDuplicateGroup>& mine,
-    diagnostics::DuplicateReport& report) {
+    DuplicateReport& report) {
   const int p = comm.size();
   std::vector<std::uint64_t> packed;
   for (const auto& g : mine) {
@@ -225,7 +225,7 @@ inline std::vector<gradsum::detail::RawDuplicateGroup> gather_groups(
 
 }  // namespace detail
 
-/// diagnostics::conflicting_duplicates over every rank's `data` (each rank
+/// gradsum::conflicting_duplicates over every rank's `data` (each rank
 /// its own shard): the groups of identical rows with different targets,
 /// wherever their rows live, the same report on every rank. Rows are
 /// numbered globally, rank 0's first, then rank 1's and so on (the
@@ -241,14 +241,14 @@ inline std::vector<gradsum::detail::RawDuplicateGroup> gather_groups(
 /// when the ranks holding rows disagree on the number of features or the
 /// scalar type. Blocking; collective over `comm`.
 template <class ExecutionSpace, class Data>
-diagnostics::DuplicateReport conflicting_duplicates(const ExecutionSpace& space,
+DuplicateReport conflicting_duplicates(const ExecutionSpace& space,
                                                     const Communicator& comm, const Data& data) {
   gradsum::detail::require_duplicates_data<Data>();
   const auto layout = detail::shard_layout(comm, data);
   const auto candidates = detail::colliding_records_at_owners(space, comm, data, layout);
   const auto features = detail::candidate_features(space, comm, data, layout, candidates);
   std::vector<gradsum::detail::RawDuplicateGroup> mine;
-  diagnostics::DuplicateReport report;
+  DuplicateReport report;
   gradsum::detail::group_duplicates_exactly(candidates, features, layout.width, mine, report);
   auto raw = detail::gather_groups(comm, mine, report);
   gradsum::detail::finish_duplicate_report<typename Data::scalar_type>(raw, report);
