@@ -424,15 +424,7 @@ GradientReport check_model(const ExecutionSpace& space, const Model& model, cons
                  model.name(), " expects ", model.num_features());
   const std::int64_t n = data.num_samples();
   if (n < 1) detail::fail("gradsum::check_model: data has no rows; expected at least 1");
-  // The first m of a seeded Fisher-Yates shuffle: m distinct rows.
-  const std::int64_t m = std::min(n, options.rows);
-  std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) rows[std::size_t(i)] = i;
-  detail::SplitMix64 rng(options.seed ^ 0x452821e638d01377ULL);
-  for (std::int64_t i = 0; i < m; ++i)
-    std::swap(rows[std::size_t(i)],
-              rows[std::size_t(i + std::int64_t(rng.below(std::uint64_t(n - i))))]);
-  rows.resize(std::size_t(m));
+  const auto rows = detail::draw_rows(n, std::min(n, options.rows), options.seed);
   const auto targets = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), data.targets());
   for (std::int64_t i : rows)
     if (!loss.is_valid_target(targets(i), k))
