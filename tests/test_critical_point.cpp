@@ -8,8 +8,8 @@
 #include <algorithm>
 
 using namespace gradsum_test;
-using gradsum::diagnostics::CriticalPoint;
-using gradsum::diagnostics::Curvature;
+using gradsum::CriticalPoint;
+using gradsum::Curvature;
 
 namespace {
 
@@ -35,24 +35,24 @@ std::vector<double> with_spectrum(const std::vector<double>& D, std::uint64_t se
 template <class Gradient>
 CriticalPoint classify_at(Gradient gradient, std::vector<double> x) {
   const int P = int(x.size());
-  const auto c = gradsum::diagnostics::curvature_lanczos(
-      gradsum::diagnostics::finite_difference_product(gradient, std::move(x), 1e-4), P);
-  return gradsum::diagnostics::classify(c, 1e-6);
+  const auto c = gradsum::curvature_lanczos(
+      gradsum::finite_difference_product(gradient, std::move(x), 1e-4), P);
+  return gradsum::classify(c, 1e-6);
 }
 
 }  // namespace
 
 TEST_CASE("symmetric eigenvalues: known spectra, errors") {
-  const auto e = gradsum::diagnostics::symmetric_eigenvalues({2, 1, 1, 2}, 2);
+  const auto e = gradsum::symmetric_eigenvalues({2, 1, 1, 2}, 2);
   CHECK(e[0] == doctest::Approx(1.0).epsilon(1e-14));
   CHECK(e[1] == doctest::Approx(3.0).epsilon(1e-14));
   const std::vector<double> D{-3.5, -1e-3, 0.0, 0.25, 2.0, 7.0, 7.0, 40.0};
-  const auto found = gradsum::diagnostics::symmetric_eigenvalues(with_spectrum(D, 3), 8);
+  const auto found = gradsum::symmetric_eigenvalues(with_spectrum(D, 3), 8);
   for (std::size_t i = 0; i < D.size(); ++i) CHECK(found[i] == doctest::Approx(D[i]).scale(40).epsilon(1e-12));
-  CHECK_THROWS_WITH_AS(gradsum::diagnostics::symmetric_eigenvalues({1, 2, 3, 4}, 2),
+  CHECK_THROWS_WITH_AS(gradsum::symmetric_eigenvalues({1, 2, 3, 4}, 2),
                        doctest::Contains("not symmetric (entry (0, 1) is 2, entry (1, 0) is 3)"),
                        gradsum::Error);
-  CHECK_THROWS_WITH_AS(gradsum::diagnostics::symmetric_eigenvalues({1, 2, 3}, 2),
+  CHECK_THROWS_WITH_AS(gradsum::symmetric_eigenvalues({1, 2, 3}, 2),
                        doctest::Contains("expected 2 x 2 values, got 3"), gradsum::Error);
 }
 
@@ -70,7 +70,7 @@ TEST_CASE("Lanczos finds the extreme eigenvalues of a large operator from produc
     for (int i = 0; i < P; ++i)
       for (int j = 0; j < P; ++j) out[std::size_t(i)] += A[std::size_t(i) * P + j] * v[std::size_t(j)];
   };
-  const Curvature c = gradsum::diagnostics::curvature_lanczos(product, P, 40);
+  const Curvature c = gradsum::curvature_lanczos(product, P, 40);
   CHECK(c.min_eigenvalue == doctest::Approx(-2.0).epsilon(1e-8));
   CHECK(c.max_eigenvalue == doctest::Approx(11.0).epsilon(1e-8));
   CHECK(c.products == products);
@@ -103,7 +103,7 @@ TEST_CASE("minimum, maximum, saddle and a plateau are told apart") {
   V g;
   recliner({2.0, 0.0}, g);
   CHECK(g[0] == 3.0);
-  CHECK(gradsum::diagnostics::describe(CriticalPoint::saddle) == std::string("saddle point"));
+  CHECK(gradsum::describe(CriticalPoint::saddle) == std::string("saddle point"));
 }
 
 TEST_CASE_TEMPLATE_DEFINE("a trained model sits at a minimum, exact and Lanczos agree", Space,
@@ -116,16 +116,16 @@ TEST_CASE_TEMPLATE_DEFINE("a trained model sits at a minimum, exact and Lanczos 
   auto theta = step.make_parameters();
   for (int t = 0; t < 3; ++t) step(theta, data);
   CHECK(step.evaluate(theta, data).gradient_norm < 1e-10);
-  const auto exact = gradsum::diagnostics::curvature(step, theta, data, data.all_rows());
+  const auto exact = gradsum::curvature(step, theta, data, data.all_rows());
   CHECK(exact.exact);
-  gradsum::diagnostics::CurvatureOptions lanczos;
+  gradsum::CurvatureOptions lanczos;
   lanczos.max_exact = 0;
-  const auto estimate = gradsum::diagnostics::curvature(step, theta, data, data.all_rows(), lanczos);
+  const auto estimate = gradsum::curvature(step, theta, data, data.all_rows(), lanczos);
   CHECK_FALSE(estimate.exact);
   // J is quadratic: central differences of its gradient are exact up to rounding.
   CHECK(estimate.min_eigenvalue == doctest::Approx(exact.min_eigenvalue).epsilon(1e-6));
   CHECK(estimate.max_eigenvalue == doctest::Approx(exact.max_eigenvalue).epsilon(1e-6));
-  CHECK(gradsum::diagnostics::classify(exact, 1e-8) == CriticalPoint::minimum);
+  CHECK(gradsum::classify(exact, 1e-8) == CriticalPoint::minimum);
 
   // The same objective through a one-layer identity MLP (its parameters in
   // another order; the spectrum does not care), which has no Hessian of its
@@ -133,7 +133,7 @@ TEST_CASE_TEMPLATE_DEFINE("a trained model sits at a minimum, exact and Lanczos 
   auto mlp_step = gradsum::make_step<double>(Space(), gradsum::MLP(4, {}, 1), gradsum::SquaredError{},
                                              gradsum::SGD{}, gradsum::Objective{0.1, true});
   auto mlp_theta = mlp_step.make_parameters();
-  const auto through_mlp = gradsum::diagnostics::curvature(mlp_step, mlp_theta, data, data.all_rows());
+  const auto through_mlp = gradsum::curvature(mlp_step, mlp_theta, data, data.all_rows());
   CHECK_FALSE(through_mlp.exact);
   CHECK(through_mlp.min_eigenvalue == doctest::Approx(exact.min_eigenvalue).epsilon(1e-6));
   CHECK(through_mlp.max_eigenvalue == doctest::Approx(exact.max_eigenvalue).epsilon(1e-6));

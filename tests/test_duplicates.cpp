@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// diagnostics::conflicting_duplicates: planted groups of identical rows are
+// gradsum::conflicting_duplicates: planted groups of identical rows are
 // found when their targets differ and only counted when they agree, in
 // float and double, on every space; the answer matches a brute-force host
 // comparison (a == b, or both NaN), also when every hash collides.
@@ -73,7 +73,7 @@ Expected brute_force(const HostProblem& p) {
 }
 
 template <class Scalar>
-void check_report(const gradsum::diagnostics::DuplicateReport& r, const Expected& e,
+void check_report(const gradsum::DuplicateReport& r, const Expected& e,
                   const HostProblem& p) {
   REQUIRE(r.conflicting.size() == e.conflicting.size());
   for (std::size_t g = 0; g < e.conflicting.size(); ++g) {
@@ -127,14 +127,14 @@ void planted() {
   const auto reference = brute_force<Scalar>(p);
   CHECK(reference.conflicting == e.conflicting);
   const auto data = to_data<Scalar, Memory>(p);
-  const auto r = gradsum::diagnostics::conflicting_duplicates(Space(), data);
+  const auto r = gradsum::conflicting_duplicates(Space(), data);
   check_report<Scalar>(r, e, p);
   CHECK(r.conflicting[1].targets == std::vector<double>{0, 1, 2});
   // Every row in one bucket, then two: exact comparison alone groups them.
   for (std::uint64_t mask : {0ull, 1ull}) {
     CAPTURE(mask);
     HashMask forced(mask);
-    check_report<Scalar>(gradsum::diagnostics::conflicting_duplicates(Space(), data), e, p);
+    check_report<Scalar>(gradsum::conflicting_duplicates(Space(), data), e, p);
   }
 }
 
@@ -159,9 +159,9 @@ TEST_CASE_TEMPLATE_DEFINE("conflicting_duplicates matches a brute-force comparis
       CAPTURE(mask);
       HashMask forced(mask);
       check_report<double>(
-          gradsum::diagnostics::conflicting_duplicates(Space(), to_data<double, Memory>(p)),
+          gradsum::conflicting_duplicates(Space(), to_data<double, Memory>(p)),
           brute_force<double>(p), p);
-      check_report<float>(gradsum::diagnostics::conflicting_duplicates(to_data<float, Memory>(p)),
+      check_report<float>(gradsum::conflicting_duplicates(to_data<float, Memory>(p)),
                           brute_force<float>(p), p);
     }
   }
@@ -177,9 +177,9 @@ TEST_CASE_TEMPLATE_DEFINE("conflicting_duplicates compares in the data's scalar 
   p.d = 1;
   p.x = {1.0, 1.0 + 1e-12};
   p.y = {0, 1};
-  CHECK(gradsum::diagnostics::conflicting_duplicates(Space(), to_data<double, Memory>(p))
+  CHECK(gradsum::conflicting_duplicates(Space(), to_data<double, Memory>(p))
             .conflicting.empty());
-  const auto r = gradsum::diagnostics::conflicting_duplicates(Space(), to_data<float, Memory>(p));
+  const auto r = gradsum::conflicting_duplicates(Space(), to_data<float, Memory>(p));
   REQUIRE(r.conflicting.size() == 1);
   CHECK(r.conflicting[0].rows == std::vector<std::int64_t>{0, 1});
   // No features at all: every row is the same row.
@@ -187,7 +187,7 @@ TEST_CASE_TEMPLATE_DEFINE("conflicting_duplicates compares in the data's scalar 
   none.n = 3;
   none.y = {1, 1, 2};
   const auto all =
-      gradsum::diagnostics::conflicting_duplicates(Space(), to_data<double, Memory>(none));
+      gradsum::conflicting_duplicates(Space(), to_data<double, Memory>(none));
   REQUIRE(all.conflicting.size() == 1);
   CHECK(all.conflicting[0].rows == std::vector<std::int64_t>{0, 1, 2});
   CHECK(all.conflicting[0].targets == std::vector<double>{1, 1, 2});
@@ -199,7 +199,7 @@ TEST_CASE_TEMPLATE_DEFINE("conflicting_duplicates compares in the data's scalar 
     for (int j = 0; j < 3; ++j) h(i, j) = values[i][j];
   Kokkos::deep_copy(table, h);
   const auto strided = gradsum::Dataset<double, Memory>::from_table(table, 0);
-  const auto s = gradsum::diagnostics::conflicting_duplicates(Space(), strided);
+  const auto s = gradsum::conflicting_duplicates(Space(), strided);
   REQUIRE(s.conflicting.size() == 1);
   CHECK(s.conflicting[0].rows == std::vector<std::int64_t>{0, 1});
   CHECK(s.conflicting[0].targets == std::vector<double>{5, 6});

@@ -316,7 +316,7 @@ TEST_CASE_TEMPLATE_DEFINE("symmetry: a constant start keeps hidden units identic
     return theta;
   };
   const auto constant = train(Initializer::constant(0.3));
-  const auto groups = gradsum::diagnostics::symmetric_units(net, constant);
+  const auto groups = gradsum::symmetric_units(net, constant);
   REQUIRE(groups.size() == 2);
   CHECK(groups[0].layer == 0);
   CHECK(groups[0].units == std::vector<int>{0, 1, 2, 3, 4, 5});
@@ -326,7 +326,7 @@ TEST_CASE_TEMPLATE_DEFINE("symmetry: a constant start keeps hidden units identic
   CHECK(to_host(constant)[0] != 0.3);
 
   const auto random = train(Initializer::glorot_uniform().with_seed(5));
-  CHECK(gradsum::diagnostics::symmetric_units(net, random).empty());
+  CHECK(gradsum::symmetric_units(net, random).empty());
 }
 TEST_CASE_TEMPLATE_APPLY(mlp_symmetry, Spaces);
 
@@ -338,7 +338,7 @@ TEST_CASE_TEMPLATE_DEFINE("gradient health: vanishing, exploding, and healthy ne
     const auto theta = parameters<Space>(net, init);
     auto step = gradsum::make_step<double>(Space(), net, loss, gradsum::SGD{});
     step.evaluate(theta, data);
-    const auto report = gradsum::diagnostics::gradient_health(net, theta, step.gradient());
+    const auto report = gradsum::gradient_health(net, theta, step.gradient());
     // The norms against a host computation from the gradient itself.
     const auto g = to_host(step.gradient());
     for (const auto& layer : report.layers) {

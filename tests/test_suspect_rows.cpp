@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// diagnostics::suspect_rows: on synthetic sets whose labels this file flips
+// gradsum::suspect_rows: on synthetic sets whose labels this file flips
 // (the flipped rows are the independent fact), linear and nonlinear, the
 // flipped rows rank first; the margins against a host computation; refusals.
 
@@ -54,7 +54,7 @@ std::set<std::int64_t> suspects_after_training(const Flipped& f, const Model& mo
                                          gradsum::Adam{lr});
   auto theta = step.make_parameters();
   if (!start.empty()) fill(theta, start);
-  auto history = gradsum::diagnostics::margin_history(Space(), model,
+  auto history = gradsum::margin_history(Space(), model,
                                                       gradsum::BinaryCrossEntropy{}, theta, data);
   gradsum::FitOptions options;
   options.epochs = epochs;
@@ -66,7 +66,7 @@ std::set<std::int64_t> suspects_after_training(const Flipped& f, const Model& mo
     *accuracy = double(gradsum::count_correct(Space(), model, gradsum::BinaryCrossEntropy{},
                                               theta, data)) /
                 double(f.p.n);
-  const auto top = gradsum::diagnostics::suspect_rows(history, std::int64_t(f.flipped.size()));
+  const auto top = gradsum::suspect_rows(history, std::int64_t(f.flipped.size()));
   REQUIRE(top.size() == f.flipped.size());
   for (std::size_t i = 1; i < top.size(); ++i) CHECK(top[i - 1].score >= top[i].score);
   std::set<std::int64_t> rows;
@@ -127,7 +127,7 @@ TEST_CASE_TEMPLATE_DEFINE("suspect_rows: scores are minus the margin averaged ov
   const gradsum::Softmax model(2, 3);
   Kokkos::View<double*, typename Space::memory_space> theta("theta", 9);
   const std::vector<double> t1 = random_vector(9, 1), t2 = random_vector(9, 2);
-  auto history = gradsum::diagnostics::margin_history(Space(), model,
+  auto history = gradsum::margin_history(Space(), model,
                                                       gradsum::SoftmaxCrossEntropy{}, theta, data,
                                                       gradsum::RowRange{2, 8});
   fill(theta, t1);
@@ -157,9 +157,9 @@ TEST_CASE_TEMPLATE_DEFINE("suspect_rows: scores are minus the margin averaged ov
     CHECK(s.predicted == predicted);
     CHECK(s.target == p.y[std::size_t(i)]);
   }
-  const auto top = gradsum::diagnostics::suspect_rows(history, 6);
+  const auto top = gradsum::suspect_rows(history, 6);
   for (std::size_t i = 1; i < top.size(); ++i) CHECK(top[i - 1].score >= top[i].score);
-  CHECK(gradsum::diagnostics::suspect_rows(history, 1)[0].row == top[0].row);
+  CHECK(gradsum::suspect_rows(history, 1)[0].row == top[0].row);
 }
 TEST_CASE_TEMPLATE_APPLY(suspects_margins, Spaces);
 
@@ -169,33 +169,33 @@ TEST_CASE_TEMPLATE_DEFINE("suspect_rows: refusals name the argument and the valu
   const auto data = Data<Space>::from_host(p.n, p.d, p.x, p.y);
   const gradsum::Linear model(2);
   Kokkos::View<double*, typename Space::memory_space> theta("theta", 3);
-  auto history = gradsum::diagnostics::margin_history(Space(), model,
+  auto history = gradsum::margin_history(Space(), model,
                                                       gradsum::BinaryCrossEntropy{}, theta, data);
-  CHECK_THROWS_WITH_AS(gradsum::diagnostics::suspect_rows(history, 2),
-                       "gradsum::diagnostics::suspect_rows: no margins recorded yet: pass the "
+  CHECK_THROWS_WITH_AS(gradsum::suspect_rows(history, 2),
+                       "gradsum::suspect_rows: no margins recorded yet: pass the "
                        "MarginHistory to fit() as a callback or call record()",
                        gradsum::Error);
   history.record();
-  CHECK_THROWS_WITH_AS(gradsum::diagnostics::suspect_rows(history, 0),
-                       "gradsum::diagnostics::suspect_rows: k (suspects wanted) must be >= 1, "
+  CHECK_THROWS_WITH_AS(gradsum::suspect_rows(history, 0),
+                       "gradsum::suspect_rows: k (suspects wanted) must be >= 1, "
                        "got 0",
                        gradsum::Error);
-  CHECK_THROWS_WITH_AS(gradsum::diagnostics::suspect_rows(history, 6),
-                       "gradsum::diagnostics::suspect_rows: k (suspects wanted) is 6 but the "
+  CHECK_THROWS_WITH_AS(gradsum::suspect_rows(history, 6),
+                       "gradsum::suspect_rows: k (suspects wanted) is 6 but the "
                        "tracked rows hold 5 rows; ask for at most 5",
                        gradsum::Error);
-  CHECK(gradsum::diagnostics::suspect_rows(history, 5).size() == 5);
-  CHECK_THROWS_WITH_AS(gradsum::diagnostics::margin_history(Space(), model,
+  CHECK(gradsum::suspect_rows(history, 5).size() == 5);
+  CHECK_THROWS_WITH_AS(gradsum::margin_history(Space(), model,
                                                             gradsum::BinaryCrossEntropy{}, theta,
                                                             data, gradsum::RowRange{3, 7}),
-                       "gradsum::diagnostics::MarginHistory: rows [3, 7) are not within the "
+                       "gradsum::MarginHistory: rows [3, 7) are not within the "
                        "data's 5 rows",
                        gradsum::Error);
   Kokkos::View<double*, typename Space::memory_space> short_theta("theta", 2);
-  CHECK_THROWS_WITH_AS(gradsum::diagnostics::margin_history(Space(), model,
+  CHECK_THROWS_WITH_AS(gradsum::margin_history(Space(), model,
                                                             gradsum::BinaryCrossEntropy{},
                                                             short_theta, data),
-                       "gradsum::diagnostics::MarginHistory: theta has 2 entries but model "
+                       "gradsum::MarginHistory: theta has 2 entries but model "
                        "linear has 3 parameters",
                        gradsum::Error);
 }
@@ -213,7 +213,7 @@ TEST_CASE_TEMPLATE_DEFINE("suspect_rows: one logit and a regression, worked out 
   fill(theta, t);
   const gradsum::Linear model(2);
   const auto logistic = Data<Space>::from_host(3, 2, x, binary);
-  auto h1 = gradsum::diagnostics::margin_history(Space(), model, gradsum::BinaryCrossEntropy{},
+  auto h1 = gradsum::margin_history(Space(), model, gradsum::BinaryCrossEntropy{},
                                                  theta, logistic);
   h1.record();
   const auto s1 = h1.scores();
@@ -223,7 +223,7 @@ TEST_CASE_TEMPLATE_DEFINE("suspect_rows: one logit and a regression, worked out 
   CHECK(s1[0].predicted == 0);  // z < 0
   CHECK(s1[2].predicted == 1);
   const auto regression = Data<Space>::from_host(3, 2, x, real);
-  auto h2 = gradsum::diagnostics::margin_history(Space(), model, gradsum::SquaredError{}, theta,
+  auto h2 = gradsum::margin_history(Space(), model, gradsum::SquaredError{}, theta,
                                                  regression);
   h2.record();
   const auto s2 = h2.scores();
@@ -233,7 +233,7 @@ TEST_CASE_TEMPLATE_DEFINE("suspect_rows: one logit and a regression, worked out 
     CHECK(s2[std::size_t(i)].predicted == doctest::Approx(z[i]));
   }
   // The largest error first: row 2 (z = 3.75 against 1), then row 1.
-  const auto top = gradsum::diagnostics::suspect_rows(h2, 2);
+  const auto top = gradsum::suspect_rows(h2, 2);
   CHECK(top[0].row == 2);
   CHECK(top[1].row == 1);
 }

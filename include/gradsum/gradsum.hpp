@@ -100,3 +100,10 @@
 #endif
 
 #include <gradsum/environment.hpp>
+
+namespace gradsum {
+/// diagnostics/'s names lived in gradsum::diagnostics before they joined
+/// the rest in gradsum; this alias keeps code written then compiling.
+/// Deprecated: write gradsum::suspect_rows, not gradsum::diagnostics::suspect_rows.
+namespace diagnostics = ::gradsum;
+}  // namespace gradsum

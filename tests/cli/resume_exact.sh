@@ -5,9 +5,9 @@
 # mini-batches, standardized data), on RANKS ranks (1: without mpiexec);
 # and --print-gradient with --resume gives the gradient at the checkpoint's
 # parameters.
-# usage: resume_exact.sh MPIEXEC NUMPROC_FLAG RANKS GRADSUM_TRAIN DATA
+# usage: resume_exact.sh RANKS GRADSUM_TRAIN DATA [MPIEXEC NUMPROC_FLAG]
 set -euo pipefail
-mpiexec="$1" np_flag="$2" ranks="$3" train="$4" data="$5"
+ranks="$1" train="$2" data="$3" mpiexec="${4:-}" np_flag="${5:-}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 run() {

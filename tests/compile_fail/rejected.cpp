@@ -88,12 +88,12 @@ void newton_needs_second_derivative() {
                                    gradsum::Newton{});
 }
 
-// expect: gradsum::diagnostics::conflicting_duplicates: the data's scalar_type must be float or double
+// expect: gradsum::conflicting_duplicates: the data's scalar_type must be float or double
 void duplicates_scalar() {
   Kokkos::View<int**, Host> x("x", 4, 2);
   Kokkos::View<int*, Host> y("y", 4);
   const gradsum::Dataset<int, Host> data(x, y);
-  gradsum::diagnostics::conflicting_duplicates(HostSpace(), data);
+  gradsum::conflicting_duplicates(HostSpace(), data);
 }
 
 // expect: gradsum::Dataset: features must be LayoutRight or LayoutStride with contiguous rows; got LayoutLeft: use Dataset::copy_from

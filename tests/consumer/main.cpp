@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Built against the installed package by scripts/test: the umbrella header,
-// the generated config and the Kokkos dependency must all be found.
+// Built against the installed package by the ctest test install.consumer
+// (install_and_consume.sh): the umbrella header, the generated config and
+// the Kokkos dependency must all be found.
 #include <gradsum/gradsum.hpp>
 
 #include <cstdio>

@@ -28,8 +28,8 @@ gradsum::Dataset<Scalar, Memory> rows_of(const HostProblem& p, std::int64_t begi
   return gradsum::Dataset<Scalar, Memory>::from_host(end - begin, width, x, y);
 }
 
-void same_report(const gradsum::diagnostics::DuplicateReport& a,
-                 const gradsum::diagnostics::DuplicateReport& b) {
+void same_report(const gradsum::DuplicateReport& a,
+                 const gradsum::DuplicateReport& b) {
   REQUIRE(a.conflicting.size() == b.conflicting.size());
   for (std::size_t g = 0; g < a.conflicting.size(); ++g) {
     CAPTURE(g);
@@ -63,7 +63,7 @@ TEST_CASE_TEMPLATE_DEFINE("mpi::conflicting_duplicates finds groups across ranks
   p.x[4 * 4 + 2] = -0.0;
   p.y[3] = 0;
   const std::vector<std::vector<std::int64_t>> planted{{0, 18, 36}, {3, 4}, {30, 31}};
-  const auto whole = gradsum::diagnostics::conflicting_duplicates(
+  const auto whole = gradsum::conflicting_duplicates(
       Space(), rows_of<double, Memory>(p, 0, p.n, p.d));
   REQUIRE(whole.conflicting.size() == planted.size());
   for (std::size_t g = 0; g < planted.size(); ++g) CHECK(whole.conflicting[g].rows == planted[g]);
@@ -82,7 +82,7 @@ TEST_CASE_TEMPLATE_DEFINE("mpi::conflicting_duplicates finds groups across ranks
   }
   // Float, and no rows anywhere.
   const auto whole_float =
-      gradsum::diagnostics::conflicting_duplicates(Space(), rows_of<float, Memory>(p, 0, p.n, p.d));
+      gradsum::conflicting_duplicates(Space(), rows_of<float, Memory>(p, 0, p.n, p.d));
   same_report(gradsum::mpi::conflicting_duplicates(
                   Space(), comm, rows_of<float, Memory>(p, even.begin, even.end, p.d)),
               whole_float);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // mpi::suspect_rows (1-4 ranks under mpiexec): every rank scores its part
-// of the rows; the merged list is the one diagnostics::suspect_rows gives
+// of the rows; the merged list is the one gradsum::suspect_rows gives
 // over all rows in one process, ties included, and refusals reach every
 // rank alike.
 
@@ -27,8 +27,8 @@ TEST_CASE_TEMPLATE_DEFINE("mpi::suspect_rows: the same suspects for any number o
     p.y.insert(p.y.end(), p.y.begin(), p.y.end());
     p.n *= 2;
     const auto data = gradsum::Dataset<double, Memory>::from_host(p.n, p.d, p.x, p.y);
-    auto whole = gradsum::diagnostics::margin_history(Space(), model, loss, theta, data);
-    auto mine = gradsum::diagnostics::margin_history(
+    auto whole = gradsum::margin_history(Space(), model, loss, theta, data);
+    auto mine = gradsum::margin_history(
         Space(), model, loss, theta, data, gradsum::partition(p.n, mpi_size(), mpi_rank()));
     for (std::uint64_t seed : {5, 6, 7}) {
       fill(theta, random_vector(16, seed));
@@ -38,7 +38,7 @@ TEST_CASE_TEMPLATE_DEFINE("mpi::suspect_rows: the same suspects for any number o
     for (std::int64_t k : {std::int64_t(1), std::int64_t(5), p.n}) {
       if (k > p.n) continue;
       CAPTURE(k);
-      const auto expected = gradsum::diagnostics::suspect_rows(whole, k);
+      const auto expected = gradsum::suspect_rows(whole, k);
       const auto merged = gradsum::mpi::suspect_rows(comm, mine, k);
       REQUIRE(merged.size() == expected.size());
       for (std::size_t i = 0; i < merged.size(); ++i) {
@@ -65,7 +65,7 @@ TEST_CASE_TEMPLATE_DEFINE("mpi::suspect_rows: the same suspects for any number o
   // Only rank 0 recorded: every rank refuses, none waits.
   const auto p = random_problem(8, 3, Kind::multiclass, 4, 29);
   const auto data = gradsum::Dataset<double, Memory>::from_host(p.n, p.d, p.x, p.y);
-  auto mine = gradsum::diagnostics::margin_history(
+  auto mine = gradsum::margin_history(
       Space(), model, loss, theta, data, gradsum::partition(p.n, mpi_size(), mpi_rank()));
   if (mpi_rank() == 0) mine.record();
   if (mpi_size() > 1)

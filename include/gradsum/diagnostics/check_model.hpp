@@ -25,6 +25,8 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace gradsum {
@@ -133,192 +135,240 @@ struct CheckModelKernels {
   }
 };
 
-/// check_model on the rows `rows` of (x, y), which the space can read.
+/// check_model on fixed rows of (x, y), which the space can read: the
+/// buffers are allocated once, then run() checks every parameter point.
 template <class Scalar, class ExecutionSpace, class Model, class Loss, class X, class Y>
-GradientReport check_model_rows(const ExecutionSpace& space, const Model& model,
-                                const Loss& loss, const X& x, const Y& y,
-                                const std::vector<std::int64_t>& rows,
-                                const CheckModelOptions& options) {
+class ModelCheck {
   using Memory = typename ExecutionSpace::memory_space;
   using Tolerance = GradientTolerance<Scalar>;
-  const int P = model.num_parameters(), k = model.num_outputs();
-  const int R = int(rows.size());
-  const double relative_step = options.step > 0 ? options.step : Tolerance::step;
-  const double tolerance = options.tolerance > 0 ? options.tolerance : Tolerance::tolerance;
-
-  GradientReport report;
-  report.samples = R;
-  report.coordinates =
-      spread_coordinates(P, P <= options.max_full ? P : std::min(P, options.sampled), options.seed);
-  const int C = int(report.coordinates.size());
-  GradientJudge judge(tolerance, Tolerance::floor);
-
   using Kernels = CheckModelKernels<Model, Loss, Scalar, X, Y, Memory>;
   using Matrix = typename Kernels::Matrix;
-  Kernels kernels{model, loss, x, y, {}, {}, {}, {}, {}, {}, {}, {}, k, R};
-  kernels.index = Kokkos::View<std::int64_t*, Memory>("gradsum::check_model::rows", std::size_t(R));
-  {
-    auto h = Kokkos::create_mirror_view(kernels.index);
-    for (int r = 0; r < R; ++r) h(r) = rows[std::size_t(r)];
-    Kokkos::deep_copy(kernels.index, h);
+  using HostMatrix = decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(),
+                                                                   std::declval<Matrix>()));
+
+ public:
+  ModelCheck(const ExecutionSpace& space, const Model& model, const Loss& loss, const X& x,
+             const Y& y, const std::vector<std::int64_t>& rows, const CheckModelOptions& options)
+      : space_(space),
+        options_(options),
+        P_(model.num_parameters()),
+        R_(int(rows.size())),
+        // Perturbed copies of theta, a chunk of coordinates at a time (both
+        // signs), so that one kernel evaluates them all; at most about 4M values.
+        chunk_(int(std::max<std::int64_t>(
+            1, std::min<std::int64_t>(32, (std::int64_t(1) << 21) / P_)))),
+        judge_(options.tolerance > 0 ? options.tolerance : Tolerance::tolerance,
+               Tolerance::floor),
+        kernels_{model, loss, x, y, {}, {}, {}, {}, {}, {}, {}, {}, model.num_outputs(), R_},
+        rng_(options.seed ^ 0x13198a2e03707344ULL) {
+    const std::size_t R = std::size_t(R_), P = std::size_t(P_), k = std::size_t(kernels_.k);
+    report_.samples = R_;
+    report_.coordinates = spread_coordinates(
+        P_, P_ <= options.max_full ? P_ : std::min(P_, options.sampled), options.seed);
+    kernels_.index = Kokkos::View<std::int64_t*, Memory>("gradsum::check_model::rows", R);
+    auto h = Kokkos::create_mirror_view(kernels_.index);
+    for (int r = 0; r < R_; ++r) h(r) = rows[std::size_t(r)];
+    Kokkos::deep_copy(kernels_.index, h);
+    kernels_.theta = Kokkos::View<Scalar*, Memory>("gradsum::check_model::theta", P);
+    kernels_.z = Matrix("gradsum::check_model::outputs", R, k);
+    kernels_.dz = Matrix("gradsum::check_model::output_derivatives", R, k);
+    kernels_.value = Matrix("gradsum::check_model::losses", R, 1);
+    contribution_ = Matrix("gradsum::check_model::contributions", R, P);
+    prefilled_ = Matrix("gradsum::check_model::prefilled", R, P);
+    kernels_.perturbed =
+        Matrix("gradsum::check_model::perturbed", std::size_t(2 * chunk_), P);
+    kernels_.perturbed_loss =
+        Matrix("gradsum::check_model::perturbed_losses", std::size_t(2 * chunk_), R);
+    host_theta_ = Kokkos::create_mirror_view(kernels_.theta);
+    host_perturbed_ = Kokkos::create_mirror_view(kernels_.perturbed);
+    host_prefilled_ = Kokkos::create_mirror_view(prefilled_);
   }
-  kernels.theta = Kokkos::View<Scalar*, Memory>("gradsum::check_model::theta", std::size_t(P));
-  kernels.z = Matrix("gradsum::check_model::outputs", std::size_t(R), std::size_t(k));
-  kernels.dz = Matrix("gradsum::check_model::output_derivatives", std::size_t(R), std::size_t(k));
-  kernels.value = Matrix("gradsum::check_model::losses", std::size_t(R), 1);
-  const Matrix contribution("gradsum::check_model::contributions", std::size_t(R), std::size_t(P));
-  const Matrix prefilled("gradsum::check_model::prefilled", std::size_t(R), std::size_t(P));
-  // Perturbed copies of theta, a chunk of coordinates at a time (both
-  // signs), so that one kernel evaluates them all; at most about 4M values.
-  const int chunk =
-      int(std::max<std::int64_t>(1, std::min<std::int64_t>(32, (std::int64_t(1) << 21) / P)));
-  kernels.perturbed =
-      Matrix("gradsum::check_model::perturbed", std::size_t(2 * chunk), std::size_t(P));
-  kernels.perturbed_loss =
-      Matrix("gradsum::check_model::perturbed_losses", std::size_t(2 * chunk), std::size_t(R));
-  auto host_theta = Kokkos::create_mirror_view(kernels.theta);
-  auto host_perturbed = Kokkos::create_mirror_view(kernels.perturbed);
-  auto host_prefilled = Kokkos::create_mirror_view(prefilled);
+
+  /// The report: every point checked, or the first failed check's sentence.
+  GradientReport run() {
+    for (int p = 0; p < options_.points; ++p) {
+      const std::string at = options_.points > 1 ? concat(" (point ", p, ")") : std::string();
+      for (int j = 0; j < P_; ++j)
+        host_theta_(j) = Scalar(uniform_in(rng_, options_.theta_scale));
+      Kokkos::deep_copy(kernels_.theta, host_theta_);
+      const std::string drawn = concat(" with theta drawn from [-", options_.theta_scale, ", ",
+                                       options_.theta_scale, "]", at);
+      if (const std::string failure = forward_failure(drawn); !failure.empty())
+        return not_finite(failure);
+      const auto hc = backward_into(zeroed(contribution_));
+      if (const auto bad = first_nonfinite(hc); bad.found)
+        return not_finite(concat("backward's contribution has ", bad.what, " at sample ",
+                                 bad.row, ", parameter ", bad.entry, drawn,
+                                 " although forward and the loss are finite"));
+      if (const std::string failure = accumulation_failure(hc, p, at); !failure.empty()) {
+        report_.accumulates = false;
+        return fail_with(failure);
+      }
+      const auto analytic = analytic_partials(hc);
+      judge_.add_point(analytic, central_differences(), report_.coordinates, p);
+    }
+    judge_.finish(report_);
+    return report_;
+  }
+
+ private:
   using Forward = Kokkos::RangePolicy<ExecutionSpace, typename Kernels::Forward>;
   using Backward = Kokkos::RangePolicy<ExecutionSpace, typename Kernels::Backward>;
   using Perturbed = Kokkos::RangePolicy<ExecutionSpace, typename Kernels::Perturbed>;
 
-  SplitMix64 rng(options.seed ^ 0x13198a2e03707344ULL);
-  // The points checked so far, then the first failed check's sentence.
-  auto fail_with = [&](const std::string& sentence) {
-    judge.finish(report);
-    report.passed = false;
-    report.diagnosis = sentence;
-    return report;
-  };
-  for (int p = 0; p < options.points; ++p) {
-    const std::string at = options.points > 1 ? concat(" (point ", p, ")") : std::string();
-    for (int j = 0; j < P; ++j) host_theta(j) = Scalar(uniform_in(rng, options.theta_scale));
-    Kokkos::deep_copy(kernels.theta, host_theta);
+  /// The points checked so far, then the failed check's sentence.
+  GradientReport fail_with(const std::string& sentence) {
+    judge_.finish(report_);
+    report_.passed = false;
+    report_.diagnosis = sentence;
+    return report_;
+  }
+  GradientReport not_finite(const std::string& sentence) {
+    report_.finite = false;
+    return fail_with(sentence);
+  }
 
-    // Forward, loss and its derivative, one sample per thread.
-    Kokkos::parallel_for("gradsum::check_model::forward", Forward(space, 0, R), kernels);
-    auto hz = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels.z);
-    auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels.value);
-    auto hdz = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels.dz);
-    const std::string drawn = concat(" with theta drawn from [-", options.theta_scale, ", ",
-                                     options.theta_scale, "]", at);
-    if (const auto bad = first_nonfinite(hz); bad.found) {
-      report.finite = false;
-      return fail_with(concat("forward returned ", bad.what, " at sample ", bad.row, ", output ",
-                              bad.entry, drawn));
-    }
-    if (const auto bad = first_nonfinite(hv); bad.found) {
-      report.finite = false;
-      return fail_with(concat("the loss is ", bad.what, " at sample ", bad.row, drawn,
-                              " although forward's outputs are finite"));
-    }
-    if (const auto bad = first_nonfinite(hdz); bad.found) {
-      report.finite = false;
-      return fail_with(concat("the loss derivative dz is ", bad.what, " at sample ", bad.row,
-                              ", output ", bad.entry, drawn,
-                              " although forward's outputs are finite"));
-    }
+  /// Forward, the loss and its derivative, one sample per thread; what is
+  /// not finite first ("" when all is).
+  std::string forward_failure(const std::string& drawn) {
+    Kokkos::parallel_for("gradsum::check_model::forward", Forward(space_, 0, R_), kernels_);
+    auto hz = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels_.z);
+    auto hv = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels_.value);
+    auto hdz = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels_.dz);
+    if (const auto bad = first_nonfinite(hz); bad.found)
+      return concat("forward returned ", bad.what, " at sample ", bad.row, ", output ",
+                    bad.entry, drawn);
+    if (const auto bad = first_nonfinite(hv); bad.found)
+      return concat("the loss is ", bad.what, " at sample ", bad.row, drawn,
+                    " although forward's outputs are finite");
+    if (const auto bad = first_nonfinite(hdz); bad.found)
+      return concat("the loss derivative dz is ", bad.what, " at sample ", bad.row, ", output ",
+                    bad.entry, drawn, " although forward's outputs are finite");
+    return {};
+  }
 
-    // Each sample's contribution from zero, then twice into g prefilled
-    // with random values: the increments must equal the contribution.
-    Kokkos::deep_copy(contribution, Scalar(0));
-    for (int r = 0; r < R; ++r)
-      for (int j = 0; j < P; ++j)  // magnitudes in [0.5, 1.5], either sign: never 0
-        host_prefilled(r, j) =
-            Scalar((rng.next() & 1 ? 1.0 : -1.0) * (1.0 + 0.5 * uniform_in(rng, 1.0)));
-    Kokkos::deep_copy(prefilled, host_prefilled);
-    auto backward_into = [&](const Matrix& g) {
-      kernels.g = g;
-      Kokkos::parallel_for("gradsum::check_model::backward", Backward(space, 0, R), kernels);
-      return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g);
-    };
-    const auto hc = backward_into(contribution);
-    std::vector<double> h0(std::size_t(R) * std::size_t(P));
-    for (int r = 0; r < R; ++r)
-      for (int j = 0; j < P; ++j) h0[std::size_t(r) * P + j] = double(host_prefilled(r, j));
-    const auto h1 = backward_into(prefilled);
-    std::vector<double> g1(h0.size());
-    for (int r = 0; r < R; ++r)
-      for (int j = 0; j < P; ++j) g1[std::size_t(r) * P + j] = double(h1(r, j));
-    const auto h2 = backward_into(prefilled);
-    if (const auto bad = first_nonfinite(hc); bad.found) {
-      report.finite = false;
-      return fail_with(concat("backward's contribution has ", bad.what, " at sample ", bad.row,
-                              ", parameter ", bad.entry, drawn,
-                              " although forward and the loss are finite"));
-    }
+  static const Matrix& zeroed(const Matrix& g) {
+    Kokkos::deep_copy(g, Scalar(0));
+    return g;
+  }
+
+  /// Every sample's backward into row r of `g`, copied to the host (the
+  /// same View when `g` is on the host).
+  HostMatrix backward_into(const Matrix& g) {
+    kernels_.g = g;
+    Kokkos::parallel_for("gradsum::check_model::backward", Backward(space_, 0, R_), kernels_);
+    return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), g);
+  }
+
+  /// Backward twice into g prefilled with random values: both increments
+  /// must equal the contribution `hc` computed from zero ("" when they do).
+  std::string accumulation_failure(const HostMatrix& hc, int p, const std::string& at) {
+    for (int r = 0; r < R_; ++r)
+      for (int j = 0; j < P_; ++j)  // magnitudes in [0.5, 1.5], either sign: never 0
+        host_prefilled_(r, j) =
+            Scalar((rng_.next() & 1 ? 1.0 : -1.0) * (1.0 + 0.5 * uniform_in(rng_, 1.0)));
+    Kokkos::deep_copy(prefilled_, host_prefilled_);
+    // Copied before each backward: on the host, the mirrors are prefilled_ itself.
+    const std::vector<double> h0 = values(host_prefilled_);
+    const std::vector<double> g1 = values(backward_into(prefilled_));
+    const auto h2 = backward_into(prefilled_);
     const double eps = std::numeric_limits<Scalar>::epsilon();
-    for (int r = 0; r < R; ++r)
-      for (int j = 0; j < P; ++j) {
-        const std::size_t e = std::size_t(r) * P + j;
+    for (int r = 0; r < R_; ++r)
+      for (int j = 0; j < P_; ++j) {
+        const std::size_t e = std::size_t(r) * P_ + j;
         const double c = double(hc(r, j)), g2 = double(h2(r, j));
         // Rounding of a few additions, with a wide margin: a backward that
         // assigns is off by |g| itself.
         const double room =
             1e3 * eps * (std::fabs(h0[e]) + std::fabs(g1[e]) + std::fabs(g2) + std::fabs(c));
-        const bool first_ok = std::fabs((g1[e] - h0[e]) - c) <= room;
-        const bool second_ok = std::fabs((g2 - g1[e]) - c) <= room;
-        if (first_ok && second_ok) continue;
-        report.accumulates = false;
+        if (std::fabs((g1[e] - h0[e]) - c) <= room && std::fabs((g2 - g1[e]) - c) <= room)
+          continue;
         if (std::fabs(g2 - g1[e]) <= room && std::fabs(g1[e] - c) <= room)
-          return fail_with(concat("backward assigns into g instead of adding (g after a second "
-                                  "call equals g after the first: g[", j, "] was ",
-                                  short_number(h0[e]), ", became ", short_number(g1[e]),
-                                  ", then ", short_number(g2), "; sample ", r,
-                                  options.points > 1 ? concat(", point ", p) : std::string(),
-                                  ")"));
-        return fail_with(concat("backward does not add its contribution to g: for sample ", r,
-                                at, ", g[", j, "] went ", short_number(h0[e]), " -> ",
-                                short_number(g1[e]), " -> ", short_number(g2),
-                                ", but the contribution into zeros is ", short_number(c)));
+          return concat("backward assigns into g instead of adding (g after a second call "
+                        "equals g after the first: g[", j, "] was ", short_number(h0[e]),
+                        ", became ", short_number(g1[e]), ", then ", short_number(g2),
+                        "; sample ", r, options_.points > 1 ? concat(", point ", p) : std::string(),
+                        ")");
+        return concat("backward does not add its contribution to g: for sample ", r, at,
+                      ", g[", j, "] went ", short_number(h0[e]), " -> ", short_number(g1[e]),
+                      " -> ", short_number(g2), ", but the contribution into zeros is ",
+                      short_number(c));
       }
+    return {};
+  }
 
-    // The analytic partials (summed over the samples) against central
-    // differences of the summed loss, in double on the host.
-    std::vector<double> analytic, numeric;
-    for (int j : report.coordinates) {
+  /// An R x P host array as doubles, row by row.
+  template <class HostView>
+  std::vector<double> values(const HostView& v) const {
+    std::vector<double> out(std::size_t(R_) * std::size_t(P_));
+    for (int r = 0; r < R_; ++r)
+      for (int j = 0; j < P_; ++j) out[std::size_t(r) * P_ + j] = double(v(r, j));
+    return out;
+  }
+
+  /// The analytic partials of the checked coordinates, summed over the samples.
+  std::vector<double> analytic_partials(const HostMatrix& hc) const {
+    std::vector<double> analytic;
+    for (int j : report_.coordinates) {
       double s = 0;
-      for (int r = 0; r < R; ++r) s += double(hc(r, j));
+      for (int r = 0; r < R_; ++r) s += double(hc(r, j));
       analytic.push_back(s);
     }
+    return analytic;
+  }
+
+  /// Central differences of the summed loss at the checked coordinates, in
+  /// double on the host, a chunk of coordinates per kernel.
+  std::vector<double> central_differences() {
+    const double relative_step = options_.step > 0 ? options_.step : Tolerance::step;
+    const int C = int(report_.coordinates.size());
+    std::vector<double> numeric;
     // Every perturbed row starts as theta; only entry j of its pair moves,
     // and moves back after the chunk.
-    for (int q = 0; q < 2 * chunk; ++q)
-      for (int l = 0; l < P; ++l) host_perturbed(q, l) = host_theta(l);
-    for (int first = 0; first < C; first += chunk) {
-      const int m = std::min(chunk, C - first);
+    for (int q = 0; q < 2 * chunk_; ++q)
+      for (int l = 0; l < P_; ++l) host_perturbed_(q, l) = host_theta_(l);
+    for (int first = 0; first < C; first += chunk_) {
+      const int m = std::min(chunk_, C - first);
       std::vector<double> width(static_cast<std::size_t>(m));
       for (int q = 0; q < m; ++q) {
-        const int j = report.coordinates[std::size_t(first + q)];
-        const Scalar t = host_theta(j);
+        const int j = report_.coordinates[std::size_t(first + q)];
+        const Scalar t = host_theta_(j);
         const Scalar h = Scalar(relative_step * std::max(1.0, std::fabs(double(t))));
-        host_perturbed(2 * q, j) = t + h;
-        host_perturbed(2 * q + 1, j) = t - h;
+        host_perturbed_(2 * q, j) = t + h;
+        host_perturbed_(2 * q + 1, j) = t - h;
         // The distance of the two points as stored (t +- h rounds).
         width[std::size_t(q)] =
-            double(host_perturbed(2 * q, j)) - double(host_perturbed(2 * q + 1, j));
+            double(host_perturbed_(2 * q, j)) - double(host_perturbed_(2 * q + 1, j));
       }
-      Kokkos::deep_copy(kernels.perturbed, host_perturbed);
+      Kokkos::deep_copy(kernels_.perturbed, host_perturbed_);
       Kokkos::parallel_for("gradsum::check_model::perturbed_forward",
-                           Perturbed(space, 0, 2 * m * R), kernels);
-      auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels.perturbed_loss);
+                           Perturbed(space_, 0, 2 * m * R_), kernels_);
+      auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), kernels_.perturbed_loss);
       for (int q = 0; q < m; ++q) {
-        const int j = report.coordinates[std::size_t(first + q)];
-        host_perturbed(2 * q, j) = host_perturbed(2 * q + 1, j) = host_theta(j);
+        const int j = report_.coordinates[std::size_t(first + q)];
+        host_perturbed_(2 * q, j) = host_perturbed_(2 * q + 1, j) = host_theta_(j);
         double up = 0, down = 0;
-        for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < R_; ++r) {
           up += double(hl(2 * q, r));
           down += double(hl(2 * q + 1, r));
         }
         numeric.push_back((up - down) / width[std::size_t(q)]);
       }
     }
-    judge.add_point(analytic, numeric, report.coordinates, p);
+    return numeric;
   }
-  judge.finish(report);
-  return report;
-}
+
+  ExecutionSpace space_;
+  CheckModelOptions options_;
+  int P_, R_, chunk_;
+  GradientReport report_;
+  GradientJudge judge_;
+  Kernels kernels_;
+  SplitMix64 rng_;
+  Matrix contribution_, prefilled_;
+  decltype(Kokkos::create_mirror_view(std::declval<Kokkos::View<Scalar*, Memory>>())) host_theta_;
+  decltype(Kokkos::create_mirror_view(std::declval<Matrix>())) host_perturbed_, host_prefilled_;
+};
 
 }  // namespace detail
 
@@ -374,22 +424,17 @@ GradientReport check_model(const ExecutionSpace& space, const Model& model, cons
                  model.name(), " expects ", model.num_features());
   const std::int64_t n = data.num_samples();
   if (n < 1) detail::fail("gradsum::check_model: data has no rows; expected at least 1");
-  // The first m of a seeded Fisher-Yates shuffle: m distinct rows.
-  const std::int64_t m = std::min(n, options.rows);
-  std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) rows[std::size_t(i)] = i;
-  detail::SplitMix64 rng(options.seed ^ 0x452821e638d01377ULL);
-  for (std::int64_t i = 0; i < m; ++i)
-    std::swap(rows[std::size_t(i)],
-              rows[std::size_t(i + std::int64_t(rng.below(std::uint64_t(n - i))))]);
-  rows.resize(std::size_t(m));
+  const auto rows = detail::draw_rows(n, std::min(n, options.rows), options.seed);
   const auto targets = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), data.targets());
   for (std::int64_t i : rows)
     if (!loss.is_valid_target(targets(i), k))
       detail::fail("gradsum::check_model: target ", targets(i), " of row ", i,
                    " is not valid for loss ", loss.name(), " with ", k, " output(s)");
-  return detail::check_model_rows<Scalar>(space, model, loss, data.features(), data.targets(),
-                                          rows, options);
+  using X = std::decay_t<decltype(data.features())>;
+  using Y = std::decay_t<decltype(data.targets())>;
+  return detail::ModelCheck<Scalar, ExecutionSpace, Model, Loss, X, Y>(
+             space, model, loss, data.features(), data.targets(), rows, options)
+      .run();
 }
 
 /// check_model on `options.rows` generated samples: features uniform in

@@ -25,7 +25,6 @@
 #include <vector>
 
 namespace gradsum {
-namespace diagnostics {
 
 /// One group of rows with identical features and more than one target.
 struct DuplicateGroup {
@@ -45,8 +44,6 @@ struct DuplicateReport {
   std::int64_t consistent_groups = 0;
   std::int64_t consistent_rows = 0;
 };
-
-}  // namespace diagnostics
 
 namespace detail {
 
@@ -110,7 +107,7 @@ template <class Data>
 void require_duplicates_data() {
   using Scalar = typename Data::scalar_type;
   static_assert(std::is_same<Scalar, float>::value || std::is_same<Scalar, double>::value,
-                "gradsum::diagnostics::conflicting_duplicates: the data's scalar_type must be "
+                "gradsum::conflicting_duplicates: the data's scalar_type must be "
                 "float or double");
 }
 
@@ -227,7 +224,7 @@ struct RawDuplicateGroup {
 inline void group_duplicates_exactly(const std::vector<DuplicateRecord>& candidates,
                                      const std::vector<std::uint64_t>& bits, int d,
                                      std::vector<RawDuplicateGroup>& conflicting,
-                                     diagnostics::DuplicateReport& report) {
+                                     DuplicateReport& report) {
   const std::size_t width = std::size_t(d);
   auto row_bits = [&](std::size_t k) { return bits.data() + k * width; };
   std::vector<std::size_t> order;
@@ -272,12 +269,12 @@ inline void group_duplicates_exactly(const std::vector<DuplicateRecord>& candida
 /// Orders the groups by first row and turns the targets into values.
 template <class Scalar>
 void finish_duplicate_report(std::vector<RawDuplicateGroup>& raw,
-                             diagnostics::DuplicateReport& report) {
+                             DuplicateReport& report) {
   std::sort(raw.begin(), raw.end(), [](const RawDuplicateGroup& a, const RawDuplicateGroup& b) {
     return a.rows[0] < b.rows[0];
   });
   for (auto& g : raw) {
-    diagnostics::DuplicateGroup out;
+    DuplicateGroup out;
     out.rows = std::move(g.rows);
     for (std::uint64_t t : g.targets) out.targets.push_back(from_canonical_bits<Scalar>(t));
     report.conflicting.push_back(std::move(out));
@@ -285,8 +282,6 @@ void finish_duplicate_report(std::vector<RawDuplicateGroup>& raw,
 }
 
 }  // namespace detail
-
-namespace diagnostics {
 
 /// The groups of rows of `data` (a Dataset of float or double) whose
 /// features are identical and whose targets are not all the same, ordered
@@ -326,5 +321,4 @@ DuplicateReport conflicting_duplicates(const Data& data) {
   return conflicting_duplicates(typename Data::memory_space::execution_space(), data);
 }
 
-}  // namespace diagnostics
 }  // namespace gradsum

@@ -113,14 +113,7 @@ GradientReport gradient_check_sampled(const ExecutionSpace& space, const Model& 
     detail::fail("gradsum::gradient_check_sampled: num_coordinates must be in [1, ", P,
                  "] (the model's parameters), got ", num_coordinates);
   fd.validate();
-  // The first k of a seeded Fisher-Yates shuffle: k distinct draws.
-  std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) rows[std::size_t(i)] = i;
-  detail::SplitMix64 rng(seed ^ 0x452821e638d01377ULL);
-  for (std::int64_t i = 0; i < num_samples; ++i)
-    std::swap(rows[std::size_t(i)],
-              rows[std::size_t(i + std::int64_t(rng.below(std::uint64_t(n - i))))]);
-  rows.resize(std::size_t(num_samples));
+  auto rows = detail::draw_rows(n, num_samples, seed);
   std::sort(rows.begin(), rows.end());
   GradientReport out;
   out.coordinates = detail::spread_coordinates(P, num_coordinates, seed);

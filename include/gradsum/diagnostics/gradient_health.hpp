@@ -11,7 +11,6 @@
 #include <vector>
 
 namespace gradsum {
-namespace diagnostics {
 
 /// Norms of one layer's block of the gradient and of the parameters
 /// (weights and biases together).
@@ -54,7 +53,7 @@ std::vector<LayerNorms> layer_norms(const MLP& model, const Theta& theta,
                                     const Gradient& gradient) {
   const std::int64_t P = model.num_parameters();
   if (std::int64_t(theta.extent(0)) != P || std::int64_t(gradient.extent(0)) != P)
-    detail::fail("gradsum::diagnostics::layer_norms: theta has ", theta.extent(0),
+    detail::fail("gradsum::layer_norms: theta has ", theta.extent(0),
                  " and the gradient ", gradient.extent(0), " entries; the network has ", P,
                  " parameters");
   auto t = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), theta);
@@ -84,7 +83,7 @@ std::vector<LayerNorms> layer_norms(const MLP& model, const Theta& theta,
 /// orders of magnitude below the last layer's: the early layers barely
 /// learn), exploding gradients (a layer's gradient large against its
 /// parameters, or not finite).
-inline HealthReport judge(const std::vector<LayerNorms>& layers,
+inline HealthReport judge_health(const std::vector<LayerNorms>& layers,
                           const HealthThresholds& limits = {}) {
   HealthReport r;
   r.layers = layers;
@@ -120,11 +119,11 @@ inline HealthReport judge(const std::vector<LayerNorms>& layers,
   return r;
 }
 
-/// layer_norms() then judge(). Blocking.
+/// layer_norms() then judge_health(). Blocking.
 template <class Theta, class Gradient>
 HealthReport gradient_health(const MLP& model, const Theta& theta, const Gradient& gradient,
                              const HealthThresholds& limits = {}) {
-  return judge(layer_norms(model, theta, gradient), limits);
+  return judge_health(layer_norms(model, theta, gradient), limits);
 }
 
 /// Hidden units of one layer whose incoming weights and bias are identical.
@@ -142,7 +141,7 @@ template <class Theta>
 std::vector<SymmetricGroup> symmetric_units(const MLP& model, const Theta& theta,
                                             double tolerance = 0) {
   if (std::int64_t(theta.extent(0)) != model.num_parameters())
-    detail::fail("gradsum::diagnostics::symmetric_units: theta has ", theta.extent(0),
+    detail::fail("gradsum::symmetric_units: theta has ", theta.extent(0),
                  " entries; the network has ", model.num_parameters(), " parameters");
   auto t = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), theta);
   std::vector<SymmetricGroup> groups;
@@ -171,5 +170,4 @@ std::vector<SymmetricGroup> symmetric_units(const MLP& model, const Theta& theta
   return groups;
 }
 
-}  // namespace diagnostics
 }  // namespace gradsum

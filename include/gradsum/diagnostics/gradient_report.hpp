@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gradsum {
@@ -185,6 +186,20 @@ class GradientJudge {
   int failed_ = 0, checked_ = 0, points_ = 0;
   std::vector<CoordinateError> worst_;
 };
+
+/// `count` distinct rows of 0 … n-1 drawn with `seed`: the first `count` of
+/// a seeded Fisher-Yates shuffle, in the order drawn. count <= n.
+inline std::vector<std::int64_t> draw_rows(std::int64_t n, std::int64_t count,
+                                           std::uint64_t seed) {
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) rows[std::size_t(i)] = i;
+  SplitMix64 rng(seed ^ 0x452821e638d01377ULL);
+  for (std::int64_t i = 0; i < count; ++i)
+    std::swap(rows[std::size_t(i)],
+              rows[std::size_t(i + std::int64_t(rng.below(std::uint64_t(n - i))))]);
+  rows.resize(std::size_t(count));
+  return rows;
+}
 
 /// `count` distinct coordinates of 0 … P-1, ascending, chosen so that every
 /// kind of parameter is looked at: the last ones (biases, output layers

@@ -19,7 +19,6 @@
 #include <vector>
 
 namespace gradsum {
-namespace diagnostics {
 
 /// One suspect row: its index in the data, its given target, the model's
 /// prediction (a class for a classifier, else the output) and its score
@@ -113,10 +112,10 @@ class MarginHistory : public Callback {
                 const Theta& theta, const Data& data, RowRange rows)
       : space_(space), model_(model), loss_(loss), theta_(theta), data_(data), rows_(rows) {
     static_assert(is_loss_v<Loss, scalar_type>,
-                  "gradsum::diagnostics::MarginHistory: the Loss must provide name(), "
+                  "gradsum::MarginHistory: the Loss must provide name(), "
                   "supports_outputs(k), is_valid_target(y, k), value(z, k, y) and "
                   "derivative(z, k, y, dz)");
-    const char* who = "gradsum::diagnostics::MarginHistory";
+    const char* who = "gradsum::MarginHistory";
     if (rows.begin < 0 || rows.end < rows.begin || rows.end > data.num_samples())
       gradsum::detail::fail(who, ": rows [", rows.begin, ", ", rows.end,
                             ") are not within the data's ", data.num_samples(), " rows");
@@ -142,7 +141,7 @@ class MarginHistory : public Callback {
         KOKKOS_LAMBDA(std::int64_t r, const Scalar* z, int&) {
           sums(r) += detail::margin(loss, z, k, y(first + r));
         },
-        "gradsum::diagnostics::MarginHistory", "gradsum::diagnostics::record_margins");
+        "gradsum::MarginHistory", "gradsum::diagnostics::record_margins");
     ++records_;
   }
 
@@ -160,7 +159,7 @@ class MarginHistory : public Callback {
   std::vector<Suspect> scores() const {
     using Scalar = scalar_type;
     if (records_ == 0)
-      gradsum::detail::fail("gradsum::diagnostics::suspect_rows: no margins recorded yet: "
+      gradsum::detail::fail("gradsum::suspect_rows: no margins recorded yet: "
                             "pass the MarginHistory to fit() as a callback or call record()");
     const std::int64_t n = rows_.size();
     Kokkos::View<double* [2], memory_space> out("gradsum::diagnostics::predictions",
@@ -178,7 +177,7 @@ class MarginHistory : public Callback {
           out(r, 0) = detail::predicted_value(loss, z, k);
           out(r, 1) = double(y(first + r));
         },
-        "gradsum::diagnostics::suspect_rows", "gradsum::diagnostics::predict");
+        "gradsum::suspect_rows", "gradsum::diagnostics::predict");
     const auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
     const auto s = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sums_);
     std::vector<Suspect> all(static_cast<std::size_t>(n));
@@ -221,10 +220,9 @@ MarginHistory<ExecutionSpace, Model, Loss, Theta, Data> margin_history(
 /// the ranks).
 template <class History>
 std::vector<Suspect> suspect_rows(const History& history, std::int64_t k) {
-  detail::check_count("gradsum::diagnostics::suspect_rows", k, history.rows().size(),
+  detail::check_count("gradsum::suspect_rows", k, history.rows().size(),
                       "the tracked rows");
   return detail::top_suspects(history.scores(), k);
 }
 
-}  // namespace diagnostics
 }  // namespace gradsum

@@ -32,7 +32,7 @@ namespace gradsum {
 ///
 /// A constant start makes the hidden units of a layer interchangeable:
 /// they receive identical gradients and stay identical forever (see
-/// diagnostics::symmetric_units). Random starts break that symmetry.
+/// symmetric_units). Random starts break that symmetry.
 struct Initializer {
   enum class Kind { constant, uniform, normal, glorot_uniform, glorot_normal, he_uniform, he_normal };
   Kind kind = Kind::glorot_uniform;

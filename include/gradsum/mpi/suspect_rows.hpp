@@ -19,18 +19,18 @@ namespace gradsum {
 namespace mpi {
 
 /// The `k` most suspicious rows over every rank's `history` (a
-/// diagnostics::MarginHistory of this rank's rows; the row indices must
+/// gradsum::MarginHistory of this rank's rows; the row indices must
 /// number the same data on every rank, as the parts of a partition()
 /// do), most suspicious first, equal scores in row order: the same list
-/// on every rank, and the same as diagnostics::suspect_rows over all rows
+/// on every rank, and the same as gradsum::suspect_rows over all rows
 /// on one process. Throws the same gradsum::Error on every rank unless
 /// 1 <= k <= the rows of all ranks, or when a rank recorded nothing.
 /// Blocking; collective over `comm`.
 template <class History>
-std::vector<diagnostics::Suspect> suspect_rows(const Communicator& comm, const History& history,
+std::vector<Suspect> suspect_rows(const Communicator& comm, const History& history,
                                                std::int64_t k) {
   const char* who = "gradsum::mpi::suspect_rows";
-  std::vector<diagnostics::Suspect> mine;
+  std::vector<Suspect> mine;
   std::string problem;
   try {
     mine = history.scores();
@@ -44,8 +44,8 @@ std::vector<diagnostics::Suspect> suspect_rows(const Communicator& comm, const H
     gradsum::detail::fail_agreed(who, ": ", std::int64_t(tally[0]), " of ", comm.size(),
                           " rank(s) have no margins recorded: pass each rank's MarginHistory "
                           "to fit() as a callback or call record() on every rank");
-  diagnostics::detail::check_count(who, k, std::int64_t(tally[1]), "the ranks together");
-  mine = diagnostics::detail::top_suspects(std::move(mine), k);
+  gradsum::detail::check_count(who, k, std::int64_t(tally[1]), "the ranks together");
+  mine = gradsum::detail::top_suspects(std::move(mine), k);
   std::vector<double> packed;
   packed.reserve(4 * mine.size());
   for (const auto& s : mine)
@@ -63,11 +63,11 @@ std::vector<diagnostics::Suspect> suspect_rows(const Communicator& comm, const H
   check(MPI_Allgatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(),
                        offsets.data(), MPI_DOUBLE, comm.get()),
         "MPI_Allgatherv");
-  std::vector<diagnostics::Suspect> merged(all.size() / 4);
+  std::vector<Suspect> merged(all.size() / 4);
   for (std::size_t i = 0; i < merged.size(); ++i)
-    merged[i] = diagnostics::Suspect{std::int64_t(all[4 * i]), all[4 * i + 1], all[4 * i + 2],
+    merged[i] = Suspect{std::int64_t(all[4 * i]), all[4 * i + 1], all[4 * i + 2],
                                      all[4 * i + 3]};
-  return diagnostics::detail::top_suspects(std::move(merged), k);
+  return gradsum::detail::top_suspects(std::move(merged), k);
 }
 
 }  // namespace mpi

@@ -13,6 +13,21 @@
 #include <vector>
 
 namespace gradsum {
+namespace detail {
+
+/// L-BFGS's new pair: s = ts d, y = g - g0. A free function: nvcc takes
+/// no device lambda in a private member.
+template <class Policy, class S, class Y, class Scalar, class D, class G, class G0>
+void lbfgs_pair(const Policy& policy, const S& s, const Y& y, Scalar ts, const D& direction,
+                const G& g, const G0& g0) {
+  Kokkos::parallel_for(
+      "gradsum::optimizer::lbfgs::pair", policy, KOKKOS_LAMBDA(int j) {
+        s(j) = ts * direction(j);
+        y(j) = g(j) - g0(j);
+      });
+}
+
+}  // namespace detail
 
 /// Limited-memory BFGS (Liu & Nocedal, Math. Programming 45, 1989;
 /// Nocedal & Wright, Numerical Optimization, 2nd ed., Algorithm 7.4 and 7.5):
@@ -54,76 +69,12 @@ struct LBFGS {
     detail::assign(space, P, x0, theta);
     detail::assign(space, P, g0, ctx.gradient());
     if (rho_.size() != std::size_t(m)) rho_.assign(std::size_t(m), 0.0), alpha_ = rho_;
-
-    // Two-loop recursion: direction = -H g0.
-    detail::assign(space, P, direction, g0);
-    for (int k = 0; k < stored_; ++k) {  // newest to oldest
-      const int i = (head_ - 1 - k + m) % m;
-      alpha_[i] = rho_[i] * detail::dot(space, P, detail::row(state, i), direction);
-      detail::add_scaled(space, P, direction, direction, -alpha_[i], detail::row(state, m + i));
-    }
-    if (stored_ > 0) {
-      const int newest = (head_ - 1 + m) % m;
-      const double yy = detail::dot(space, P, detail::row(state, m + newest),
-                                    detail::row(state, m + newest));
-      scale(space, P, direction, 1.0 / (rho_[newest] * yy));  // gamma = s.y / y.y
-    }
-    for (int k = stored_ - 1; k >= 0; --k) {  // oldest to newest
-      const int i = (head_ - 1 - k + m) % m;
-      const double beta = rho_[i] * detail::dot(space, P, detail::row(state, m + i), direction);
-      detail::add_scaled(space, P, direction, direction, alpha_[i] - beta, detail::row(state, i));
-    }
-    scale(space, P, direction, -1.0);
-
-    double slope = detail::dot(space, P, g0, direction);
-    if (!(slope < 0)) {  // lost descent (rounding): restart from -g
-      stored_ = 0;
-      detail::assign(space, P, direction, g0);
-      scale(space, P, direction, -1.0);
-      slope = detail::dot(space, P, g0, direction);
-    }
+    const double slope = descend(space, P, state, g0, direction);
     if (slope == 0) return;  // g = 0: a critical point
-    // Without history, the first step is scaled to move theta by at most 1.
-    const double initial = stored_ > 0 ? 1.0 : std::fmin(1.0, 1.0 / std::sqrt(-slope));
-    detail::LineSearchResult found;
-    try {
-      found = line_search == LineSearch::wolfe
-                  ? detail::strong_wolfe(ctx, "LBFGS", trial, x0, direction,
-                                         ctx.result().loss, slope, initial, c1, c2, max_trials)
-                  : detail::armijo(ctx, "LBFGS", trial, x0, direction, ctx.result().loss,
-                                   slope, initial, c1, max_trials);
-    } catch (const Error&) {
-      // At the limit of double precision (J and g.d are rounding noise) no
-      // step can be certified: stay at theta, drop the history, and count
-      // it. Every rank takes this branch together (the values are
-      // aggregated). A stopping rule on the gradient norm or the loss
-      // change ends the run.
-      ++stalls_;
-      stored_ = 0;
-      ctx.evaluate(x0);  // the step's gradient is theta's again
-      return;
-    }
+    double step = 0;
+    if (!search(ctx, trial, x0, direction, slope, step)) return;
     detail::assign(space, P, theta, trial);
-
-    // New pair: s = t d, y = g(trial) - g0 (the last evaluation was at trial).
-    auto s = detail::row(state, head_);
-    auto y = detail::row(state, m + head_);
-    auto g = ctx.gradient();
-    const double t = found.step;
-    using Scalar = typename Context::scalar_type;
-    const Scalar ts = Scalar(t);
-    Kokkos::parallel_for(
-        "gradsum::optimizer::lbfgs::pair", ctx.policy(), KOKKOS_LAMBDA(int j) {
-          s(j) = ts * direction(j);
-          y(j) = g(j) - g0(j);
-        });
-    const double sy = detail::dot(space, P, s, y);
-    const double yy = detail::dot(space, P, y, y);
-    if (sy > 1e-10 * yy && sy > 0) {
-      rho_[std::size_t(head_)] = 1.0 / sy;
-      head_ = (head_ + 1) % m;
-      stored_ = stored_ < m ? stored_ + 1 : m;
-    }
+    remember_pair(ctx, step, direction, g0);
   }
 
   /// Updates in which no step could be certified (theta unchanged).
@@ -169,6 +120,86 @@ struct LBFGS {
   template <class ExecutionSpace, class V>
   static void scale(const ExecutionSpace& space, int n, const V& v, double factor) {
     detail::add_scaled(space, n, v, v, factor - 1.0, v);
+  }
+
+  /// Sets `direction` to -H g0 by the two-loop recursion and returns the
+  /// slope g0.d; -g0 instead when rounding has lost descent.
+  template <class ExecutionSpace, class State, class V>
+  double descend(const ExecutionSpace& space, int P, const State& state, const V& g0,
+                 const V& direction) {
+    detail::assign(space, P, direction, g0);
+    for (int k = 0; k < stored_; ++k) {  // newest to oldest
+      const int i = (head_ - 1 - k + m) % m;
+      alpha_[i] = rho_[i] * detail::dot(space, P, detail::row(state, i), direction);
+      detail::add_scaled(space, P, direction, direction, -alpha_[i], detail::row(state, m + i));
+    }
+    if (stored_ > 0) {
+      const int newest = (head_ - 1 + m) % m;
+      const double yy = detail::dot(space, P, detail::row(state, m + newest),
+                                    detail::row(state, m + newest));
+      scale(space, P, direction, 1.0 / (rho_[newest] * yy));  // gamma = s.y / y.y
+    }
+    for (int k = stored_ - 1; k >= 0; --k) {  // oldest to newest
+      const int i = (head_ - 1 - k + m) % m;
+      const double beta = rho_[i] * detail::dot(space, P, detail::row(state, m + i), direction);
+      detail::add_scaled(space, P, direction, direction, alpha_[i] - beta, detail::row(state, i));
+    }
+    scale(space, P, direction, -1.0);
+    double slope = detail::dot(space, P, g0, direction);
+    if (!(slope < 0)) {  // lost descent (rounding): restart from -g
+      stored_ = 0;
+      detail::assign(space, P, direction, g0);
+      scale(space, P, direction, -1.0);
+      slope = detail::dot(space, P, g0, direction);
+    }
+    return slope;
+  }
+
+  /// The line search from x0 along `direction` into `trial`; its step in
+  /// `step`. False when no step can be certified (theta stays).
+  template <class Context, class V>
+  bool search(Context& ctx, const V& trial, const V& x0, const V& direction, double slope,
+              double& step) {
+    // Without history, the first step is scaled to move theta by at most 1.
+    const double initial = stored_ > 0 ? 1.0 : std::fmin(1.0, 1.0 / std::sqrt(-slope));
+    try {
+      step = (line_search == LineSearch::wolfe
+                  ? detail::strong_wolfe(ctx, "LBFGS", trial, x0, direction,
+                                         ctx.result().loss, slope, initial, c1, c2, max_trials)
+                  : detail::armijo(ctx, "LBFGS", trial, x0, direction, ctx.result().loss,
+                                   slope, initial, c1, max_trials))
+                 .step;
+      return true;
+    } catch (const Error&) {
+      // At the limit of double precision (J and g.d are rounding noise) no
+      // step can be certified: stay at theta, drop the history, and count
+      // it. Every rank takes this branch together (the values are
+      // aggregated). A stopping rule on the gradient norm or the loss
+      // change ends the run.
+      ++stalls_;
+      stored_ = 0;
+      ctx.evaluate(x0);  // the step's gradient is theta's again
+      return false;
+    }
+  }
+
+  /// Keeps the pair s = t d, y = g(trial) - g0 (the last evaluation was at
+  /// trial) when it satisfies the curvature condition.
+  template <class Context, class V>
+  void remember_pair(Context& ctx, double t, const V& direction, const V& g0) {
+    const int P = ctx.num_parameters();
+    auto state = ctx.state();
+    auto s = detail::row(state, head_);
+    auto y = detail::row(state, m + head_);
+    using Scalar = typename Context::scalar_type;
+    detail::lbfgs_pair(ctx.policy(), s, y, Scalar(t), direction, ctx.gradient(), g0);
+    const double sy = detail::dot(ctx.space(), P, s, y);
+    const double yy = detail::dot(ctx.space(), P, y, y);
+    if (sy > 1e-10 * yy && sy > 0) {
+      rho_[std::size_t(head_)] = 1.0 / sy;
+      head_ = (head_ + 1) % m;
+      stored_ = stored_ < m ? stored_ + 1 : m;
+    }
   }
 
   std::vector<double> rho_, alpha_;

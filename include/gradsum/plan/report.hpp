@@ -162,6 +162,158 @@ inline std::string format_number(double x) {
   return text;
 }
 
+}  // namespace plan
+
+namespace detail {
+
+/// explain()'s table: the predictions for N = 1, 2, 4, ... workers, the
+/// fastest N and the largest.
+inline void explain_table(const plan::Case& c, const plan::Plan& planned, std::FILE* out) {
+  using plan::format_duration;
+  std::fprintf(out, "  %8s %11s %11s %11s %7s %9s %7s %12s\n", "workers", "step", "compute",
+               "allreduce", "comm%", "speedup", "effic.", "one run");
+  std::vector<int> shown;
+  for (int n = 1; n < c.budget.max_workers; n *= 2) shown.push_back(n);
+  for (int n : {planned.best_workers, c.budget.max_workers}) {
+    bool seen = false;
+    for (int s : shown) seen = seen || s == n;
+    if (!seen) shown.push_back(n);
+  }
+  std::sort(shown.begin(), shown.end());
+  for (int n : shown) {
+    const auto& p = planned.at(n);
+    std::fprintf(out, "  %8d %11s %11s %11s %6.1f%% %9.3g %6.1f%% %12s%s\n", n,
+                 format_duration(p.step_seconds).c_str(),
+                 format_duration(p.compute_seconds).c_str(),
+                 format_duration(p.communication_seconds).c_str(), 100 * p.communication_share,
+                 p.speedup, 100 * p.efficiency, format_duration(p.training_seconds).c_str(),
+                 n == planned.best_workers ? "  <- fastest" : "");
+  }
+}
+
+/// explain()'s reasoning: one worker's times, then what the fastest choice
+/// saves and when its set-up pays back.
+inline void explain_reasoning(const plan::Case& c, const plan::Plan& planned, std::FILE* out) {
+  using plan::format_bytes;
+  using plan::format_duration;
+  const auto& one = planned.at(1);
+  const auto& best = planned.at(planned.best_workers);
+  std::fprintf(out, "  reasoning:\n");
+  std::fprintf(out, "    on %s a step takes %s and a training run %s.\n", c.one_worker.c_str(),
+               format_duration(one.step_seconds).c_str(),
+               format_duration(one.training_seconds).c_str());
+  if (planned.best_workers <= 1) {
+    std::fprintf(out, "    no number of workers up to %d makes a step faster: communication "
+                      "costs more than the computation it splits.\n",
+                 c.budget.max_workers);
+    return;
+  }
+  std::fprintf(out,
+               "    the fastest choice, %d workers, takes %s per step: speedup %.3g, efficiency "
+               "%.0f%%; the allreduce of %s is %.0f%% of the step.\n",
+               planned.best_workers, format_duration(best.step_seconds).c_str(), best.speedup,
+               100 * best.efficiency, format_bytes(c.work.gradient_bytes).c_str(),
+               100 * best.communication_share);
+  std::fprintf(out, "    a run then takes %s, saving %s per run; the set-up of %s ",
+               format_duration(best.training_seconds).c_str(),
+               format_duration(one.training_seconds - best.training_seconds).c_str(),
+               format_duration(c.budget.setup_seconds).c_str());
+  if (c.budget.setup_seconds > 0)
+    std::fprintf(out, "pays back after %.3g run(s) (%.3g planned).\n", planned.break_even_runs,
+                 c.budget.runs);
+  else
+    std::fprintf(out, "costs nothing.\n");
+}
+
+/// explain()'s memory check: what one worker holds against a device, and
+/// the strategy that follows.
+inline void explain_memory(const plan::MemoryNeeds& needs, std::FILE* out) {
+  using plan::format_bytes;
+  using plan::Strategy;
+  const auto m = plan::check_memory(needs);
+  std::fprintf(out, "  memory per worker: weights %s + gradients %s + optimizer state %s + "
+                    "activations %s = %s, against %s per device: %s.\n",
+               format_bytes(m.weights).c_str(), format_bytes(m.gradients).c_str(),
+               format_bytes(m.optimizer).c_str(), format_bytes(m.activations).c_str(),
+               format_bytes(m.total).c_str(), format_bytes(m.device).c_str(),
+               m.total <= m.device ? "fits" : "does not fit");
+  std::fprintf(out, "  strategy: %s", plan::describe(m.strategy));
+  switch (m.strategy) {
+    case Strategy::data_parallel:
+      std::fprintf(out, ": every worker holds the whole model.\n");
+      break;
+    case Strategy::optimizer_sharding:
+      std::fprintf(out, " over at least %.0f workers: weights, gradients and activations fit, "
+                        "the optimizer state of %s does not.\n",
+                   m.devices, format_bytes(m.optimizer).c_str());
+      break;
+    case Strategy::sequence_parallel:
+      std::fprintf(out, " over at least %.0f devices per sequence: the model state fits, the "
+                        "activations of %s do not.\n",
+                   m.devices, format_bytes(m.activations).c_str());
+      break;
+    case Strategy::model_parallel:
+      std::fprintf(out, " over at least %.0f devices per copy of the model (%s against %s "
+                        "each), then data parallelism across the copies.\n",
+                   m.devices, format_bytes(m.total).c_str(), format_bytes(m.device).c_str());
+      break;
+  }
+}
+
+/// explain()'s batch advice for the workers the verdict chooses (all of
+/// them when it says not to distribute).
+inline void explain_batch(const plan::Case& c, const plan::Plan& planned, std::FILE* out) {
+  using plan::format_number;
+  const double n = planned.distribute ? planned.best_workers : c.budget.max_workers;
+  const auto a = plan::advise_batch(c.noise_scale, c.per_worker_batch, n);
+  std::fprintf(out,
+               "  batch: %s workers x %s = %s %s per step against a noise scale of %s: "
+               "%sx fewer steps than one worker (at most %sx with any number); useful up "
+               "to about %s workers%s; scale the learning rate %sx (linear rule) with a "
+               "warm-up over the first epochs.\n",
+               format_number(a.workers).c_str(), format_number(a.per_worker_batch).c_str(),
+               format_number(a.aggregate_batch).c_str(), c.sample.c_str(),
+               format_number(a.noise_scale).c_str(), format_number(a.step_reduction).c_str(),
+               format_number(a.max_step_reduction).c_str(),
+               format_number(std::floor(a.useful_workers)).c_str(),
+               a.past_noise_scale ? " (this batch is past the noise scale: extra workers "
+                                    "mostly cost samples)" : "",
+               format_number(a.learning_rate_scale).c_str());
+}
+
+/// explain()'s verdict, then the empty line that ends the report.
+inline void explain_verdict(const plan::Case& c, const plan::Plan& planned, std::FILE* out) {
+  using plan::format_duration;
+  const auto& one = planned.at(1);
+  if (planned.distribute) {
+    const auto& best = planned.at(planned.best_workers);
+    std::fprintf(out,
+                 "  verdict: distribute, on %d workers: %s including the set-up, against %s on "
+                 "%s (speedup %.3g, communication %.0f%% of a step).\n\n",
+                 planned.best_workers, format_duration(best.total_seconds).c_str(),
+                 format_duration(one.total_seconds).c_str(), c.one_worker.c_str(), best.speedup,
+                 100 * best.communication_share);
+    return;
+  }
+  // The best distributed alternative: the N > 1 with the least total time.
+  const plan::Prediction* other = nullptr;
+  for (const auto& p : planned.predictions)
+    if (p.workers > 1 && (!other || p.total_seconds < other->total_seconds)) other = &p;
+  if (other)
+    std::fprintf(out,
+                 "  verdict: do not distribute: %s on %s, against %s at best on %d workers "
+                 "including the set-up (speedup %.3g, communication %.0f%% of a step).\n\n",
+                 format_duration(one.total_seconds).c_str(), c.one_worker.c_str(),
+                 format_duration(other->total_seconds).c_str(), other->workers, other->speedup,
+                 100 * other->communication_share);
+  else
+    std::fprintf(out, "  verdict: do not distribute: only one worker was considered.\n\n");
+}
+
+}  // namespace detail
+
+namespace plan {
+
 /// Plans `c` (make_plan) and prints the report to `out`: the title and the
 /// assumptions, a table of the predictions for N = 1, 2, 4, … workers, the
 /// fastest N and the largest, the reasoning, the memory check and the
@@ -173,121 +325,11 @@ inline Plan explain(const Case& c, std::FILE* out = stdout) {
   const auto plan = make_plan(c.work, c.network, c.budget);
   std::fprintf(out, "%s\n", c.title.c_str());
   for (const auto& a : c.assumptions) std::fprintf(out, "  assume %s\n", a.c_str());
-  std::fprintf(out, "  %8s %11s %11s %11s %7s %9s %7s %12s\n", "workers", "step", "compute",
-               "allreduce", "comm%", "speedup", "effic.", "one run");
-  std::vector<int> shown;
-  for (int n = 1; n < c.budget.max_workers; n *= 2) shown.push_back(n);
-  for (int n : {plan.best_workers, c.budget.max_workers}) {
-    bool seen = false;
-    for (int s : shown) seen = seen || s == n;
-    if (!seen) shown.push_back(n);
-  }
-  std::sort(shown.begin(), shown.end());
-  for (int n : shown) {
-    const auto& p = plan.at(n);
-    std::fprintf(out, "  %8d %11s %11s %11s %6.1f%% %9.3g %6.1f%% %12s%s\n", n,
-                 format_duration(p.step_seconds).c_str(),
-                 format_duration(p.compute_seconds).c_str(),
-                 format_duration(p.communication_seconds).c_str(), 100 * p.communication_share,
-                 p.speedup, 100 * p.efficiency, format_duration(p.training_seconds).c_str(),
-                 n == plan.best_workers ? "  <- fastest" : "");
-  }
-  const auto& one = plan.at(1);
-  const auto& best = plan.at(plan.best_workers);
-  std::fprintf(out, "  reasoning:\n");
-  std::fprintf(out, "    on %s a step takes %s and a training run %s.\n", c.one_worker.c_str(),
-               format_duration(one.step_seconds).c_str(),
-               format_duration(one.training_seconds).c_str());
-  if (plan.best_workers > 1) {
-    std::fprintf(out,
-                 "    the fastest choice, %d workers, takes %s per step: speedup %.3g, efficiency "
-                 "%.0f%%; the allreduce of %s is %.0f%% of the step.\n",
-                 plan.best_workers, format_duration(best.step_seconds).c_str(), best.speedup,
-                 100 * best.efficiency, format_bytes(c.work.gradient_bytes).c_str(),
-                 100 * best.communication_share);
-    std::fprintf(out, "    a run then takes %s, saving %s per run; the set-up of %s ",
-                 format_duration(best.training_seconds).c_str(),
-                 format_duration(one.training_seconds - best.training_seconds).c_str(),
-                 format_duration(c.budget.setup_seconds).c_str());
-    if (c.budget.setup_seconds > 0)
-      std::fprintf(out, "pays back after %.3g run(s) (%.3g planned).\n", plan.break_even_runs,
-                   c.budget.runs);
-    else
-      std::fprintf(out, "costs nothing.\n");
-  } else {
-    std::fprintf(out, "    no number of workers up to %d makes a step faster: communication "
-                      "costs more than the computation it splits.\n",
-                 c.budget.max_workers);
-  }
-  if (c.memory.device_bytes > 0) {
-    const auto m = check_memory(c.memory);
-    std::fprintf(out, "  memory per worker: weights %s + gradients %s + optimizer state %s + "
-                      "activations %s = %s, against %s per device: %s.\n",
-                 format_bytes(m.weights).c_str(), format_bytes(m.gradients).c_str(),
-                 format_bytes(m.optimizer).c_str(), format_bytes(m.activations).c_str(),
-                 format_bytes(m.total).c_str(), format_bytes(m.device).c_str(),
-                 m.total <= m.device ? "fits" : "does not fit");
-    std::fprintf(out, "  strategy: %s", describe(m.strategy));
-    switch (m.strategy) {
-      case Strategy::data_parallel:
-        std::fprintf(out, ": every worker holds the whole model.\n");
-        break;
-      case Strategy::optimizer_sharding:
-        std::fprintf(out, " over at least %.0f workers: weights, gradients and activations fit, "
-                          "the optimizer state of %s does not.\n",
-                     m.devices, format_bytes(m.optimizer).c_str());
-        break;
-      case Strategy::sequence_parallel:
-        std::fprintf(out, " over at least %.0f devices per sequence: the model state fits, the "
-                          "activations of %s do not.\n",
-                     m.devices, format_bytes(m.activations).c_str());
-        break;
-      case Strategy::model_parallel:
-        std::fprintf(out, " over at least %.0f devices per copy of the model (%s against %s "
-                          "each), then data parallelism across the copies.\n",
-                     m.devices, format_bytes(m.total).c_str(), format_bytes(m.device).c_str());
-        break;
-    }
-  }
-  if (c.noise_scale > 0) {
-    const double n = plan.distribute ? plan.best_workers : c.budget.max_workers;
-    const auto a = advise_batch(c.noise_scale, c.per_worker_batch, n);
-    std::fprintf(out,
-                 "  batch: %s workers x %s = %s %s per step against a noise scale of %s: "
-                 "%sx fewer steps than one worker (at most %sx with any number); useful up "
-                 "to about %s workers%s; scale the learning rate %sx (linear rule) with a "
-                 "warm-up over the first epochs.\n",
-                 format_number(a.workers).c_str(), format_number(a.per_worker_batch).c_str(),
-                 format_number(a.aggregate_batch).c_str(), c.sample.c_str(),
-                 format_number(a.noise_scale).c_str(), format_number(a.step_reduction).c_str(),
-                 format_number(a.max_step_reduction).c_str(),
-                 format_number(std::floor(a.useful_workers)).c_str(),
-                 a.past_noise_scale ? " (this batch is past the noise scale: extra workers "
-                                      "mostly cost samples)" : "",
-                 format_number(a.learning_rate_scale).c_str());
-  }
-  if (plan.distribute) {
-    std::fprintf(out,
-                 "  verdict: distribute, on %d workers: %s including the set-up, against %s on "
-                 "%s (speedup %.3g, communication %.0f%% of a step).\n\n",
-                 plan.best_workers, format_duration(best.total_seconds).c_str(),
-                 format_duration(one.total_seconds).c_str(), c.one_worker.c_str(), best.speedup,
-                 100 * best.communication_share);
-  } else {
-    // The best distributed alternative: the N > 1 with the least total time.
-    const Prediction* other = nullptr;
-    for (const auto& p : plan.predictions)
-      if (p.workers > 1 && (!other || p.total_seconds < other->total_seconds)) other = &p;
-    if (other)
-      std::fprintf(out,
-                   "  verdict: do not distribute: %s on %s, against %s at best on %d workers "
-                   "including the set-up (speedup %.3g, communication %.0f%% of a step).\n\n",
-                   format_duration(one.total_seconds).c_str(), c.one_worker.c_str(),
-                   format_duration(other->total_seconds).c_str(), other->workers, other->speedup,
-                   100 * other->communication_share);
-    else
-      std::fprintf(out, "  verdict: do not distribute: only one worker was considered.\n\n");
-  }
+  gradsum::detail::explain_table(c, plan, out);
+  gradsum::detail::explain_reasoning(c, plan, out);
+  if (c.memory.device_bytes > 0) gradsum::detail::explain_memory(c.memory, out);
+  if (c.noise_scale > 0) gradsum::detail::explain_batch(c, plan, out);
+  gradsum::detail::explain_verdict(c, plan, out);
   return plan;
 }
 

@@ -225,6 +225,213 @@ inline void check_start(const FitOptions& options, std::int64_t batches) {
                 " samples: resume with the batch size and data the checkpoint was written with");
 }
 
+/// Ranks that would run different loops refuse them here, before the
+/// collectives they would no longer match; so do all ranks when one finds
+/// its options invalid. Collective.
+template <class Aggregation, class Data, class Validation>
+void agree_to_fit(Aggregation& aggregation, const FitOptions& options, const Data& data,
+                  const Validation* validation, Callback* const* list) {
+  std::string invalid;
+  try {
+    options.validate();
+  } catch (const Error& e) {
+    invalid = e.what();
+  }
+  aggregation.agree(fit_signature(options, data, validation, list), invalid);
+}
+
+/// fit()'s loop: its position, moving averages, stopping rules and
+/// callbacks, one member function per phase. Not copyable: the loop-state
+/// closure it hands the callbacks refers to its members.
+template <class StepType, class Theta, class Data, class Validation>
+class FitLoop {
+  using Memory = typename StepType::memory_space;
+  using Rows = RowList<Memory>;
+
+ public:
+  /// Collective: with sharded sampling the ranks agree on the number of
+  /// mini-batches, and a resume restores the loop state on every rank.
+  FitLoop(StepType& step, const Theta& theta, const Data& data, const Validation* validation,
+          const FitOptions& options, Callback* const* list, std::size_t n_callbacks)
+      : step_(step), theta_(theta), data_(data), validation_(validation), options_(options),
+        list_(list), n_callbacks_(n_callbacks),
+        rank_(step.aggregation().rank()), ranks_(step.aggregation().size()),
+        global_(options.sampling == Sampling::global),
+        sampler_(data.num_samples(), options.batch, options.seed),
+        batches_(count_batches()),
+        stopper_(options.stopping),
+        loss_average_(options.average_decay),
+        noise_(options.average_decay) {
+    check_start(options, batches_);
+    state_.position = options.start;
+    state_.position.seed = options.seed;
+    state_.epochs = options.epochs;
+    state_.steps_per_epoch = (batches_ + options.accumulate - 1) / options.accumulate;
+    state_.first_step = options.start.step;
+    state_.rank = rank_;
+    state_.ranks = ranks_;
+    micro_.parts.reserve(std::size_t(options.accumulate));
+    state_.loop_state = [this] { return loop_state(); };
+    if (!options.loop.empty())
+      on_every_rank(step.aggregation(), [&] {
+        stopped_ = ended_early_ =
+            restore_loop(options, loss_average_, noise_, stopper_, list_);
+      });
+    // A run that had already stopped early stays stopped: resuming it does
+    // no more updates, as the uninterrupted run did none.
+    if (stopped_)
+      state_.stop_reason = "training had already stopped when the checkpoint was written";
+  }
+  FitLoop(const FitLoop&) = delete;
+  FitLoop& operator=(const FitLoop&) = delete;
+
+  /// The epochs from the start position to the end or an early stop.
+  FitResult run() {
+    phase([](Callback& c, FitState& s) { c.on_begin(s); });
+    for (std::int64_t epoch = state_.position.epoch; epoch < options_.epochs && !stopped_;
+         ++epoch) {
+      sampler_.shuffle(epoch);
+      for (std::int64_t b = state_.position.batch; b < batches_ && !stopped_;) {
+        if (options_.stopping.max_steps > 0 &&
+            state_.position.step >= options_.stopping.max_steps) {
+          out_.reason = StopReason::max_steps;  // reached before this call (a resume)
+          stopped_ = true;
+          break;
+        }
+        b = update(b);
+      }
+      if (state_.position.batch == batches_) end_epoch(epoch);  // the epoch is complete
+    }
+    return finish();
+  }
+
+ private:
+  /// Mini-batches per epoch: the same on every rank (sharded: the most any
+  /// rank has, agreed in one small collective).
+  std::int64_t count_batches() {
+    std::int64_t batches = options_.batch == 0 ? 1 : sampler_.num_batches();
+    if (global_) return batches;
+    Kokkos::View<std::int64_t*, Memory> most("gradsum::fit::batches", 1);
+    Kokkos::deep_copy(most, batches);
+    step_.aggregation().aggregate_max(step_.space(), most);
+    return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), most)(0);
+  }
+
+  /// This rank's rows of mini-batch b of the epoch.
+  Rows micro_batch(std::int64_t b) const {
+    if (options_.batch == 0) {  // full batch, stored order
+      if (sampler_.num_batches() == 0) return Rows{};  // no rows here (an empty shard)
+      const auto all = sampler_.batch(0);
+      return global_ ? partition(all, ranks_, rank_) : all;
+    }
+    if (global_) return sampler_.batch(b, ranks_, rank_);
+    if (b < sampler_.num_batches()) return sampler_.batch(b);
+    return Rows{};  // this shard ran out: an empty selection
+  }
+
+  /// One update over `accumulate` mini-batches from b, then the step
+  /// callbacks and the stopping rules; returns the next mini-batch.
+  std::int64_t update(std::int64_t b) {
+    micro_.parts.clear();
+    const std::int64_t end = b + options_.accumulate < batches_ ? b + options_.accumulate
+                                                                : batches_;
+    for (; b < end; ++b) micro_.parts.push_back(micro_batch(b));
+    state_.learning_rate = learning_rate(step_.optimizer());
+    state_.result = step_(theta_, data_, micro_);
+    if (!state_.result.skipped) loss_average_.add(state_.result.loss);
+    noise_.add(state_.result);
+    state_.loss_average = loss_average_.value();
+    state_.noise_scale = noise_.value();
+    ++state_.position.step;
+    state_.position.batch = b;
+    state_.elapsed_seconds = seconds();
+    for (Callback* const* c = list_; *c; ++c) (*c)->on_step(state_);
+    out_.reason = stopper_.check(state_.position.step, state_.result);
+    stopped_ = out_.reason != StopReason::none || state_.stop;
+    ended_early_ = state_.stop || (stopped_ && out_.reason != StopReason::max_steps);
+    return b;
+  }
+
+  /// After a complete epoch: the objectives, the epoch callbacks, a checkpoint.
+  void end_epoch(std::int64_t epoch) {
+    state_.position.epoch = epoch + 1;
+    state_.position.batch = 0;
+    state_.epoch_result = step_.evaluate(
+        theta_, data_, global_ ? partition(data_.num_samples(), ranks_, rank_) : data_.all_rows());
+    if (validation_) {
+      state_.validation = step_.evaluate(theta_, *validation_,
+                                         global_ ? partition(validation_->num_samples(), ranks_,
+                                                             rank_)
+                                                 : validation_->all_rows());
+      state_.has_validation = true;
+    }
+    state_.elapsed_seconds = seconds();
+    phase([](Callback& c, FitState& s) { c.on_epoch(s); });
+    if (state_.stop) stopped_ = ended_early_ = true;
+    phase([](Callback& c, FitState& s) { c.on_checkpoint(s); });
+  }
+
+  /// The end callbacks, a last checkpoint, and the result.
+  FitResult finish() {
+    state_.elapsed_seconds = seconds();
+    state_.finished = true;
+    phase([](Callback& c, FitState& s) { c.on_end(s); });
+    phase([](Callback& c, FitState& s) { c.on_checkpoint(s); });
+    out_.position = state_.position;
+    out_.stopped_by = state_.stop_reason;
+    out_.last = state_.result;
+    out_.epoch_result = state_.epoch_result;
+    out_.loss_average = loss_average_.value();
+    out_.noise_scale = noise_.value();
+    out_.noise_trace = noise_.trace();
+    out_.gradient_norm2 = noise_.gradient_norm2();
+    return out_;
+  }
+
+  /// The loop state: a record of kind 1 - whether training has ended early
+  /// (by a callback or a rule other than max_steps, which a resumed run
+  /// checks by itself), the batch size, the moving averages - then the
+  /// stopping rules' state, then every callback's. (Kind 0, still read,
+  /// lacks the batch size.)
+  std::vector<double> loop_state() const {
+    std::vector<double> out{1.0, ended_early_ ? 1.0 : 0.0, double(options_.batch)};
+    loss_average_.save_state(out);
+    noise_.save_state(out);
+    stopper_.save_state(out);
+    for (Callback* const* c = list_; *c; ++c) (*c)->save_state(out);
+    return out;
+  }
+
+  template <class Phase>
+  void phase(Phase f) {
+    run_phase(step_.aggregation(), list_, n_callbacks_, state_, f);
+  }
+
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count();
+  }
+
+  StepType& step_;
+  const Theta& theta_;
+  const Data& data_;
+  const Validation* validation_;
+  const FitOptions& options_;
+  Callback* const* list_;
+  std::size_t n_callbacks_;
+  int rank_, ranks_;
+  bool global_;
+  MiniBatchSampler<Memory> sampler_;
+  std::int64_t batches_;
+  Stopper stopper_;
+  MovingAverage loss_average_;
+  NoiseScale noise_;
+  FitState state_;
+  FitResult out_;
+  MicroBatches<Rows> micro_;
+  bool stopped_ = false, ended_early_ = false;
+  std::chrono::steady_clock::time_point begin_ = std::chrono::steady_clock::now();
+};
+
 }  // namespace detail
 
 /// Trains `theta` with `step` on `data` for `options.epochs` epochs and
@@ -245,148 +452,11 @@ FitResult fit(StepType& step, const Theta& theta, const Data& data, const Valida
               const FitOptions& options, Callbacks&... callbacks) {
   static_assert((std::is_base_of<Callback, Callbacks>::value && ...),
                 "gradsum::fit: every callback must derive from gradsum::Callback");
-  using Memory = typename StepType::memory_space;
-  using Rows = RowList<Memory>;
-  auto& aggregation = step.aggregation();
   Callback* list[sizeof...(Callbacks) + 1] = {static_cast<Callback*>(&callbacks)..., nullptr};
-  // Ranks that would run different loops refuse them here, before the
-  // collectives they would no longer match.
-  std::string invalid;
-  try {
-    options.validate();
-  } catch (const Error& e) {
-    invalid = e.what();
-  }
-  aggregation.agree(detail::fit_signature(options, data, validation, list), invalid);
-  constexpr std::size_t n_callbacks = sizeof...(Callbacks);
-  const int rank = aggregation.rank(), ranks = aggregation.size();
-  const bool global = options.sampling == Sampling::global;
-
-  MiniBatchSampler<Memory> sampler(data.num_samples(), options.batch, options.seed);
-  // Mini-batches per epoch: the same on every rank (sharded: the most any
-  // rank has, agreed in one small collective).
-  std::int64_t batches = options.batch == 0 ? 1 : sampler.num_batches();
-  if (!global) {
-    Kokkos::View<std::int64_t*, Memory> most("gradsum::fit::batches", 1);
-    Kokkos::deep_copy(most, batches);
-    aggregation.aggregate_max(step.space(), most);
-    batches = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), most)(0);
-  }
-  detail::check_start(options, batches);
-  auto micro_batch = [&](std::int64_t b) -> Rows {
-    if (options.batch == 0) {  // full batch, stored order
-      if (sampler.num_batches() == 0) return Rows{};  // no rows here (an empty shard)
-      const auto all = sampler.batch(0);
-      return global ? partition(all, ranks, rank) : all;
-    }
-    if (global) return sampler.batch(b, ranks, rank);
-    if (b < sampler.num_batches()) return sampler.batch(b);
-    return Rows{};  // this shard ran out: an empty selection
-  };
-  const auto evaluation_rows =
-      global ? partition(data.num_samples(), ranks, rank) : data.all_rows();
-
-  FitState state;
-  state.position = options.start;
-  state.position.seed = options.seed;
-  state.epochs = options.epochs;
-  state.steps_per_epoch = (batches + options.accumulate - 1) / options.accumulate;
-  state.first_step = options.start.step;
-  state.rank = rank;
-  state.ranks = ranks;
-  FitResult out;
-  Stopper stopper(options.stopping);
-  MicroBatches<Rows> micro;
-  micro.parts.reserve(std::size_t(options.accumulate));
-  const auto begin = std::chrono::steady_clock::now();
-  auto seconds = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  };
-
-  MovingAverage loss_average(options.average_decay);
-  NoiseScale noise(options.average_decay);
-  // The loop state: a record of kind 1 - whether training has ended early
-  // (by a callback or a rule other than max_steps, which a resumed run
-  // checks by itself), the batch size, the moving averages - then the
-  // stopping rules' state, then every callback's. (Kind 0, still read,
-  // lacks the batch size.)
-  bool stopped = false, ended_early = false;
-  state.loop_state = [&ended_early, &loss_average, &noise, &stopper, &list, &options] {
-    std::vector<double> out{1.0, ended_early ? 1.0 : 0.0, double(options.batch)};
-    loss_average.save_state(out);
-    noise.save_state(out);
-    stopper.save_state(out);
-    for (Callback* const* c = list; *c; ++c) (*c)->save_state(out);
-    return out;
-  };
-  if (!options.loop.empty())
-    on_every_rank(aggregation, [&] {
-      stopped = ended_early =
-          detail::restore_loop(options, loss_average, noise, stopper, list);
-    });
-  // A run that had already stopped early stays stopped: resuming it does
-  // no more updates, as the uninterrupted run did none.
-  if (stopped) state.stop_reason = "training had already stopped when the checkpoint was written";
-  detail::run_phase(aggregation, list, n_callbacks, state,
-                    [](Callback& c, FitState& s) { c.on_begin(s); });
-  for (std::int64_t epoch = state.position.epoch; epoch < options.epochs && !stopped; ++epoch) {
-    sampler.shuffle(epoch);
-    for (std::int64_t b = state.position.batch; b < batches && !stopped;) {
-      if (options.stopping.max_steps > 0 && state.position.step >= options.stopping.max_steps) {
-        out.reason = StopReason::max_steps;  // reached before this call (a resume)
-        stopped = true;
-        break;
-      }
-      micro.parts.clear();
-      const std::int64_t end = b + options.accumulate < batches ? b + options.accumulate : batches;
-      for (; b < end; ++b) micro.parts.push_back(micro_batch(b));
-      state.learning_rate = detail::learning_rate(step.optimizer());
-      state.result = step(theta, data, micro);
-      if (!state.result.skipped) loss_average.add(state.result.loss);
-      noise.add(state.result);
-      state.loss_average = loss_average.value();
-      state.noise_scale = noise.value();
-      ++state.position.step;
-      state.position.batch = b;
-      state.elapsed_seconds = seconds();
-      for (Callback* const* c = list; *c; ++c) (*c)->on_step(state);
-      out.reason = stopper.check(state.position.step, state.result);
-      stopped = out.reason != StopReason::none || state.stop;
-      ended_early = state.stop || (stopped && out.reason != StopReason::max_steps);
-    }
-    if (state.position.batch == batches) {  // the epoch is complete
-      state.position.epoch = epoch + 1;
-      state.position.batch = 0;
-      state.epoch_result = step.evaluate(theta, data, evaluation_rows);
-      if (validation) {
-        state.validation = step.evaluate(
-            theta, *validation,
-            global ? partition(validation->num_samples(), ranks, rank) : validation->all_rows());
-        state.has_validation = true;
-      }
-      state.elapsed_seconds = seconds();
-      detail::run_phase(aggregation, list, n_callbacks, state,
-                        [](Callback& c, FitState& s) { c.on_epoch(s); });
-      if (state.stop) stopped = ended_early = true;
-      detail::run_phase(aggregation, list, n_callbacks, state,
-                        [](Callback& c, FitState& s) { c.on_checkpoint(s); });
-    }
-  }
-  state.elapsed_seconds = seconds();
-  state.finished = true;
-  detail::run_phase(aggregation, list, n_callbacks, state,
-                    [](Callback& c, FitState& s) { c.on_end(s); });
-  detail::run_phase(aggregation, list, n_callbacks, state,
-                    [](Callback& c, FitState& s) { c.on_checkpoint(s); });
-  out.position = state.position;
-  out.stopped_by = state.stop_reason;
-  out.last = state.result;
-  out.epoch_result = state.epoch_result;
-  out.loss_average = loss_average.value();
-  out.noise_scale = noise.value();
-  out.noise_trace = noise.trace();
-  out.gradient_norm2 = noise.gradient_norm2();
-  return out;
+  detail::agree_to_fit(step.aggregation(), options, data, validation, list);
+  detail::FitLoop<StepType, Theta, Data, Validation> loop(step, theta, data, validation, options,
+                                                          list, sizeof...(Callbacks));
+  return loop.run();
 }
 
 /// fit() without validation data.
