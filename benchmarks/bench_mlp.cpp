@@ -115,9 +115,8 @@ void mlp_step(benchmark::State& state, std::vector<int> widths) {
   const Space space;
   const std::vector<int> hidden(widths.begin() + 1, widths.end() - 1);
   gradsum::MLP net(d, hidden, classes, gradsum::Activation::relu);
-  auto make = [&](bool layerwise, bool batched = false) {
+  auto make = [&](bool layerwise) {
     net.layerwise = layerwise;
-    net.batched = batched;
     return gradsum::make_step<Scalar>(space, net, gradsum::SoftmaxCrossEntropy{},
                                       gradsum::SGD{1e-3}, gradsum::Objective{},
                                       gradsum::Analytic{}, gradsum::Sum{}, make_aggregation());
@@ -137,18 +136,15 @@ void mlp_step(benchmark::State& state, std::vector<int> widths) {
   };
   layerwise(theta, data, rows);  // checks the data once, warms up
   products();
-  double step_seconds = 0, product_seconds = 0, per_sample_seconds = 0, blocks_seconds = 0;
+  double step_seconds = 0, product_seconds = 0, per_sample_seconds = 0;
   std::int64_t runs = 0;
   auto per_sample = compare ? make(false) : make(true);
-  auto blocks = compare ? make(false, true) : make(true);
   if (compare) per_sample(theta, data, rows);
-  if (compare) blocks(theta, data, rows);
   for (auto _ : state) {
     // In turn, so that each sees the same machine state.
     const double step = max_seconds(space, [&] { layerwise(theta, data, rows); });
     product_seconds += max_seconds(space, products);
     if (compare) per_sample_seconds += max_seconds(space, [&] { per_sample(theta, data, rows); });
-    if (compare) blocks_seconds += max_seconds(space, [&] { blocks(theta, data, rows); });
     step_seconds += step;
     ++runs;
     state.SetIterationTime(step);
@@ -165,8 +161,6 @@ void mlp_step(benchmark::State& state, std::vector<int> widths) {
   if (compare) {
     state.counters["per_sample_ms"] = per_sample_seconds / double(runs) * 1e3;
     state.counters["layerwise_speedup"] = per_sample_seconds / step_seconds;
-    state.counters["blocks_ms"] = blocks_seconds / double(runs) * 1e3;
-    state.counters["blocks_speedup"] = per_sample_seconds / blocks_seconds;
   }
   state.SetItemsProcessed(batch * state.iterations());
 }
