@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace gradsum_test;
@@ -34,7 +35,8 @@ std::vector<double> sums(const Model& model, const Loss& loss, const Theta& thet
   std::size_t room = 0;
   Model m = model;
   m.layerwise = panel_rows > 0;
-  m.batched = false;  // (Softmax on host spaces: not its batched path)
+  if constexpr (std::is_same<Model, gradsum::Softmax>::value)
+    m.batched = false;  // (on host spaces: not its batched path)
   if (panel_rows > 0)
     room = std::size_t(panel_rows) * gradsum::detail::layerwise_row_scalars(m.dense_layers()) +
            gradsum::detail::layerwise_fixed_scalars;
