@@ -66,8 +66,8 @@ TEST_CASE("MLP: layout, limits and errors") {
   CHECK(message([] { MLP(3, {3, 0}, 1); }).find("layer 2 has width 0") != std::string::npos);
   // Wider than the per-sample path allows: built, and trained layer-wise only.
   const MLP wide(3, {MLP::max_width + 1}, 1);
-  CHECK_FALSE(wide.within_per_sample_limits());
-  CHECK(net.within_per_sample_limits());
+  CHECK(wide.per_sample_limits().find("GRADSUM_MLP_MAX_WIDTH") != std::string::npos);
+  CHECK(net.per_sample_limits().empty());
   using Host = Kokkos::DefaultHostExecutionSpace;
   CHECK(message([&] {
           gradsum::make_step<double>(Host(), wide, gradsum::SquaredError{}, gradsum::SGD{},

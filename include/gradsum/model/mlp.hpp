@@ -69,7 +69,7 @@ struct GivenDerivative {
 /// stack arrays) also limits layers to GRADSUM_MLP_MAX_WIDTH
 /// units and the network to GRADSUM_MLP_MAX_UNITS units in all; a step
 /// that would take them with a larger network says so when it is built
-/// (within_per_sample_limits()). Define the macros before including
+/// (per_sample_limits()). Define the macros before including
 /// gradsum to change them.
 class MLP {
  public:
@@ -135,13 +135,11 @@ class MLP {
   /// Analytic gradient with the Sum reduction); false: per sample.
   bool layerwise = true;
 
-  /// Whether the per-sample path can take this network: every
-  /// layer at most max_width units wide and max_units units in all.
-  bool within_per_sample_limits() const {
-    return widest_ <= max_width && units_ <= max_units;
-  }
-  /// Why within_per_sample_limits() is false, for messages.
+  /// Why the per-sample path cannot take this network, for messages, or ""
+  /// when it can: every layer at most max_width units wide and max_units
+  /// units in all.
   std::string per_sample_limits() const {
+    if (widest_ <= max_width && units_ <= max_units) return {};
     return detail::concat("the per-sample path takes layers of at most ", max_width,
                           " units (GRADSUM_MLP_MAX_WIDTH) and ", max_units,
                           " units in all (GRADSUM_MLP_MAX_UNITS); ", describe(), " has ",

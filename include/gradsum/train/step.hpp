@@ -14,6 +14,7 @@
 #include <gradsum/data/partition.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/gradient/analytic.hpp>
+#include <gradsum/gradient/path.hpp>
 #include <gradsum/optimizer/sgd.hpp>
 #include <gradsum/reduction/detail/cross_rank.hpp>
 #include <gradsum/reduction/sum.hpp>
@@ -96,8 +97,8 @@ class Step {
     // agreement on the signature.
     std::string local_error;
     try {
-      detail::validate_step_policies<ExecutionSpace>(model_, loss_, optimizer_, objective_, gradient_,
-                                     reduction_);
+      detail::validate_step_policies(model_, loss_, optimizer_, objective_, gradient_,
+                                     gradient_path());
       detail::check_hessian_use<Scalar>(model_, loss_, optimizer_);
     } catch (const Error& e) {
       local_error = e.what();
@@ -107,7 +108,7 @@ class Step {
     gradient_view_ = parameters_view("gradsum::step::gradient", std::size_t(P));
     accumulated_ = parameters_view("gradsum::step::accumulated", std::size_t(P) + 1);
     work_ = parameters_view("gradsum::step::workspace",
-                            detail::step_workspace_size<ExecutionSpace>(gradient_, model_, reduction_));
+                            detail::step_workspace_size(gradient_, model_, gradient_path()));
     host_norms_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::norms");
     host_vector_ = Kokkos::View<Scalar*, Kokkos::HostSpace>("gradsum::step::host_vector",
                                                             std::size_t(P));
@@ -129,13 +130,19 @@ class Step {
   /// Number of parameters P.
   int num_parameters() const { return model_.num_parameters(); }
 
-  /// Whether evaluate() sums the gradient on the model's layer-wise path
-  /// (matrix products, gradient/detail/layerwise.hpp): a dense model with
-  /// `layerwise` set, the Analytic gradient and the Sum reduction (and,
-  /// for Softmax on host spaces, more than Softmax::block_classes classes).
-  bool layerwise() const {
-    return detail::step_takes_layerwise_path<Gradient, ExecutionSpace>(model_, reduction_);
+  /// How evaluate() sums the gradient (gradient/path.hpp): the path
+  /// gradient_path() chooses for the model, loss, reduction and space when
+  /// the gradient policy is Analytic (or VirtualWorkers of it); per_sample
+  /// for other gradient policies (CentralDifference).
+  GradientPath gradient_path() const {
+    if constexpr (detail::is_analytic_based<Gradient>::value)
+      return gradsum::gradient_path<ExecutionSpace, Scalar>(model_, loss_, reduction_);
+    else
+      return GradientPath::per_sample;
   }
+  /// Whether evaluate() sums the gradient on the model's layer-wise path
+  /// (matrix products): gradient_path() == GradientPath::layerwise.
+  bool layerwise() const { return gradient_path() == GradientPath::layerwise; }
 
   /// A new parameter vector of length P in the step's memory space, zeros.
   parameters_view make_parameters() const {

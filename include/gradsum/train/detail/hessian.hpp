@@ -7,7 +7,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
-#include <gradsum/core/limits.hpp>
+#include <gradsum/core/model_members.hpp>
 #include <gradsum/core/requirements.hpp>
 #include <gradsum/gradient/analytic.hpp>
 #include <gradsum/train/objective.hpp>

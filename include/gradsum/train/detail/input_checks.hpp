@@ -9,7 +9,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
-#include <gradsum/core/limits.hpp>
+#include <gradsum/core/model_members.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/gradient/analytic.hpp>
 #include <gradsum/gradient/detail/layerwise.hpp>
@@ -186,7 +186,7 @@ class DataCheck {
 template <class Scalar, class Space, class Model, class Loss, class Theta, class Data, class Rows>
 std::string describe_nonfinite(const Space& space, const Model& model, const Loss& loss,
                                const Theta& theta, const Data& data, const Rows& rows) {
-  if (!within_per_sample_limits(model))  // no sample can be looked at on its own
+  if (!per_sample_limits(model).empty())  // no sample can be looked at on its own
     return "gradsum::Step::evaluate: the loss or its gradient is not finite (a network beyond "
            "the per-sample limits: no single sample is named)";
   std::int64_t first = INT64_MAX;

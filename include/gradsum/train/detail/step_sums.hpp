@@ -51,35 +51,26 @@ Signature step_signature(const Model& model, const Loss& loss, const Optimizer& 
   return sig;
 }
 
-/// Whether a step on `Space` with these policies sums its gradient on the
-/// model's layer-wise path (gradient/detail/layerwise.hpp).
-template <class Gradient, class Space, class Model, class Reduction>
-bool step_takes_layerwise_path(const Model& model, const Reduction& reduction) {
-  return is_analytic_based<Gradient>::value && takes_layerwise_path<Space>(model, reduction);
-}
-
 /// The gradient policy's workspace, and the layer-wise path's panels where
-/// the step takes it.
-template <class Space, class Gradient, class Model, class Reduction>
-std::size_t step_workspace_size(const Gradient& gradient, const Model& model,
-                                const Reduction& reduction) {
+/// the step takes it (`path`).
+template <class Gradient, class Model>
+std::size_t step_workspace_size(const Gradient& gradient, const Model& model, GradientPath path) {
   return gradient.workspace_size(model.num_parameters()) +
-         (step_takes_layerwise_path<Gradient, Space>(model, reduction)
-              ? layerwise_workspace_size<Space>(model, reduction)
-              : 0);
+         (path == GradientPath::layerwise ? layerwise_workspace_size(model) : 0);
 }
 
 /// The run-time checks of a step's policies: the model/loss pairing, the
-/// per-sample limits, and every policy's knobs. Throws gradsum::Error.
-template <class Space, class Model, class Loss, class Optimizer, class Gradient, class Reduction>
+/// per-sample limits of a model off the layer-wise path (`path`), and
+/// every policy's knobs. Throws gradsum::Error.
+template <class Model, class Loss, class Optimizer, class Gradient>
 void validate_step_policies(const Model& model, const Loss& loss, const Optimizer& optimizer,
                             const Objective& objective, const Gradient& gradient,
-                            const Reduction& reduction) {
+                            GradientPath path) {
   const int k = model.num_outputs();
   if (!loss.supports_outputs(k))
     fail("gradsum::Step: loss ", loss.name(), " cannot take a model with ", k,
          " output(s) (model ", model.name(), ")");
-  if (!within_per_sample_limits(model) && !step_takes_layerwise_path<Gradient, Space>(model, reduction))
+  if (path != GradientPath::layerwise && !per_sample_limits(model).empty())
     fail("gradsum::Step: this step would take the per-sample path, and ",
          per_sample_limits(model), "; the layer-wise path has no such limits: train it with "
          "the Analytic gradient, the Sum reduction and layerwise = true");
