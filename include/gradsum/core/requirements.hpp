@@ -246,8 +246,7 @@ bool sums_plainly(const R& reduction) {
   else return is_plain_reduction<R>::value;
 }
 
-// Policies that combine workers, models that name their architecture,
-// optimizers that need the Hessian.
+// Policies that combine workers, optimizers that need the Hessian.
 /// Whether a gradient or aggregation policy combines workers by something
 /// other than the plain sum (`bool robust() const`; false when absent).
 template <class T, class = void>

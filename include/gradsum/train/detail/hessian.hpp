@@ -47,7 +47,7 @@ class HessianSums {
 
   /// Buffers for `P` parameters; the aggregation's message grows to the
   /// Hessian's or `step_message` values, whichever is larger, and
-  /// `workers` reserve room for P^2 coordinates.
+  /// `workers` reserves room for P^2 coordinates.
   template <class Aggregation, class Workers>
   void allocate(int P, std::size_t step_message, Aggregation& aggregation, Workers& workers) {
     const std::size_t PP = std::size_t(P) * std::size_t(P);
