@@ -125,7 +125,7 @@ void mlp_step(benchmark::State& state, std::vector<int> widths) {
   if (!layerwise.layerwise()) state.SkipWithError("the step does not take the layer-wise path");
   auto theta = layerwise.make_parameters();
   gradsum::initialize(net, gradsum::Initializer::he_normal(), theta);
-  const bool compare = net.within_per_sample_limits();
+  const bool compare = net.per_sample_limits().empty();
   // The step's panels: full ones of `panel` rows, then the rest.
   const std::int64_t panel = gradsum::detail::layerwise_panel_rows(net.dense_layers());
   const std::int64_t full_panels = rows.size() / panel, rest = rows.size() % panel;

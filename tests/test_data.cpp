@@ -128,7 +128,7 @@ template <class Space, class Model, class Loss>
 void check_shuffled_batch(const Model& model, const Loss& loss, Kind kind, int outputs) {
   using Memory = typename Space::memory_space;
   // Rows of 160 bytes: over 128, where a model's batched path that asks
-  // for a whole block at once (MLP's) leaves consecutive rows to the
+  // for a whole block at once (Softmax's) leaves consecutive rows to the
   // hardware prefetchers and shuffled ones not.
   const int d = 20;
   const auto problem = random_problem(300, d, kind, outputs, 91);
@@ -158,9 +158,9 @@ void check_shuffled_batch(const Model& model, const Loss& loss, Kind kind, int o
   }
 }
 
-// The same batches through an MLP, whose batched path (blocks of 8) asks
-// for the next block's rows at its start: the per-sample path, which asks
-// for them eight samples ahead, over the same rows is the reference.
+// The same batches through an MLP, whose layer-wise path gathers the
+// selected rows into panels: the per-sample path, which asks for them
+// eight samples ahead, over the same rows is the reference.
 template <class Space>
 void check_shuffled_mlp() {
   using Memory = typename Space::memory_space;
@@ -168,16 +168,15 @@ void check_shuffled_mlp() {
   const auto problem = random_problem(300, d, Kind::binary, 1, 93);
   const auto data =
       gradsum::Dataset<double, Memory>::from_host(problem.n, d, problem.x, problem.y);
-  gradsum::MLP batched(d, {6}, 1, gradsum::Activation::tanh), per_sample = batched;
-  batched.batched = true;
-  per_sample.batched = false;
+  gradsum::MLP layerwise(d, {6}, 1, gradsum::Activation::tanh), per_sample = layerwise;
+  per_sample.layerwise = false;
   const gradsum::Objective objective{0.0, false};
-  auto a = gradsum::make_step<double>(Space(), batched, gradsum::BinaryCrossEntropy{},
+  auto a = gradsum::make_step<double>(Space(), layerwise, gradsum::BinaryCrossEntropy{},
                                       gradsum::SGD{}, objective);
   auto b = gradsum::make_step<double>(Space(), per_sample, gradsum::BinaryCrossEntropy{},
                                       gradsum::SGD{}, objective);
   auto theta = a.make_parameters();
-  const std::size_t P = std::size_t(batched.num_parameters());
+  const std::size_t P = std::size_t(layerwise.num_parameters());
   fill(theta, random_vector(P, 6, 0.6));
   for (const std::int64_t batch_size : {100, 0}) {
     CAPTURE(batch_size);
@@ -206,7 +205,7 @@ TEST_CASE_TEMPLATE_DEFINE("sampled batches of several blocks give the textbook g
     check_shuffled_batch<Space>(gradsum::Softmax(20, 3), gradsum::SoftmaxCrossEntropy{},
                                 Kind::multiclass, 3);
   }
-  SUBCASE("MLP, batched against per sample") { check_shuffled_mlp<Space>(); }
+  SUBCASE("MLP, layer-wise against per sample") { check_shuffled_mlp<Space>(); }
 }
 TEST_CASE_TEMPLATE_APPLY(shuffled_blocks, Spaces);
 

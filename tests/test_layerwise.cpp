@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace gradsum_test;
@@ -34,7 +35,8 @@ std::vector<double> sums(const Model& model, const Loss& loss, const Theta& thet
   std::size_t room = 0;
   Model m = model;
   m.layerwise = panel_rows > 0;
-  m.batched = false;  // (Softmax on host spaces: not its batched path)
+  if constexpr (std::is_same<Model, gradsum::Softmax>::value)
+    m.batched = false;  // (on host spaces: not its batched path)
   if (panel_rows > 0)
     room = std::size_t(panel_rows) * gradsum::detail::layerwise_row_scalars(m.dense_layers()) +
            gradsum::detail::layerwise_fixed_scalars;
@@ -137,11 +139,14 @@ TEST_CASE_TEMPLATE_DEFINE("the step takes the layer-wise path with Sum, the per-
   CHECK(relative_distance(layerwise, gradient(gradsum::Compensated{}, true)) <= 1e-12);
   CHECK(relative_distance(layerwise, gradient(gradsum::RuntimeReduction{}, true)) <= 1e-12);
   CHECK(relative_distance(layerwise, gradient(gradsum::Reproducible{}, true)) <= 1e-12);
-  CHECK(gradsum::detail::step_takes_layerwise_path<gradsum::Analytic, Space>(net, gradsum::Sum{}));
-  CHECK_FALSE(gradsum::detail::step_takes_layerwise_path<gradsum::Analytic, Space>(
-      net, gradsum::Reproducible{}));
-  CHECK_FALSE(gradsum::detail::step_takes_layerwise_path<gradsum::CentralDifference, Space>(
-      net, gradsum::Sum{}));
+  auto path = [&](const auto& gradient, const auto& reduction) {
+    return gradsum::make_step<double>(Space(), net, gradsum::SoftmaxCrossEntropy{},
+                                      gradsum::SGD{}, gradsum::Objective{}, gradient, reduction)
+        .gradient_path();
+  };
+  CHECK(path(gradsum::Analytic{}, gradsum::Sum{}) == gradsum::GradientPath::layerwise);
+  CHECK(path(gradsum::Analytic{}, gradsum::Reproducible{}) == gradsum::GradientPath::per_sample);
+  CHECK(path(gradsum::CentralDifference{}, gradsum::Sum{}) == gradsum::GradientPath::per_sample);
   // Robust virtual workers: each part on the layer-wise path, in the room
   // of the workspace past the parts; the median of the same parts.
   auto median = [&](bool layerwise) {
@@ -161,6 +166,42 @@ TEST_CASE_TEMPLATE_DEFINE("the step takes the layer-wise path with Sum, the per-
 }
 TEST_CASE_TEMPLATE_APPLY(layerwise_step, Spaces);
 
+TEST_CASE("gradient_path: the path each library model takes, and the words for it") {
+  using gradsum::GradientPath;
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  auto path = [](const auto& model, const auto& loss, const auto& reduction) {
+    return gradsum::gradient_path<Host, double>(model, loss, reduction);
+  };
+  const gradsum::SoftmaxCrossEntropy softmax;
+  const gradsum::BinaryCrossEntropy logistic;
+  const auto reproducible = gradsum::RuntimeReduction::parse("reproducible");
+  // Softmax: blocks of samples up to block_classes classes on host
+  // spaces, matrix products above; per sample for Compensated.
+  const int few = gradsum::Softmax::block_classes, many = few + 1;
+  CHECK(path(gradsum::Softmax(4, few), softmax, gradsum::Sum{}) == GradientPath::blocks);
+  CHECK(path(gradsum::Softmax(4, many), softmax, gradsum::Sum{}) == GradientPath::layerwise);
+  CHECK(path(gradsum::Softmax(4, many), softmax, gradsum::Compensated{}) == GradientPath::blocks);
+  CHECK(path(gradsum::Softmax(4, few), softmax, reproducible) == GradientPath::per_sample);
+  gradsum::Softmax one_at_a_time(4, few);
+  one_at_a_time.batched = false;
+  CHECK(path(one_at_a_time, softmax, gradsum::Sum{}) == GradientPath::layerwise);
+  one_at_a_time.layerwise = false;
+  CHECK(path(one_at_a_time, softmax, gradsum::Sum{}) == GradientPath::per_sample);
+  // Linear: blocks, or rank-one blocks for the reproducible sum.
+  CHECK(path(gradsum::Linear(4), logistic, gradsum::Sum{}) == GradientPath::blocks);
+  CHECK(path(gradsum::Linear(4), logistic, gradsum::Reproducible{}) ==
+        GradientPath::rank_one_blocks);
+  CHECK(path(gradsum::Linear(4), logistic, reproducible) == GradientPath::rank_one_blocks);
+  // MLP: matrix products with the plain sum, else per sample.
+  const MLP net(4, {5}, 3, Activation::relu);
+  CHECK(path(net, softmax, gradsum::Sum{}) == GradientPath::layerwise);
+  CHECK(path(net, softmax, gradsum::RuntimeReduction{}) == GradientPath::layerwise);
+  CHECK(path(net, softmax, gradsum::Compensated{}) == GradientPath::per_sample);
+  CHECK(std::string(gradsum::path_name(GradientPath::layerwise)) == "matrix path");
+  CHECK(std::string(gradsum::path_name(GradientPath::blocks)) == "per-sample path in blocks");
+  CHECK(std::string(gradsum::path_name(GradientPath::per_sample)) == "per-sample path");
+}
+
 TEST_CASE("784-1024-1024-10: layer-wise only, and its gradient is the central differences of "
           "its objective") {
   using Space = Kokkos::DefaultExecutionSpace;
@@ -169,7 +210,7 @@ TEST_CASE("784-1024-1024-10: layer-wise only, and its gradient is the central di
   const auto p = random_problem(n, d, Kind::multiclass, 10, 41);
   const auto data = DataOn<Space>::from_host(n, d, p.x, p.y);
   const MLP net(d, {1024, 1024}, 10, Activation::tanh);
-  CHECK_FALSE(net.within_per_sample_limits());
+  CHECK(net.per_sample_limits().find("GRADSUM_MLP_MAX_WIDTH") != std::string::npos);
   auto step = gradsum::make_step<double>(Space(), net, gradsum::SoftmaxCrossEntropy{});
   auto theta = step.make_parameters();
   gradsum::initialize(net, gradsum::Initializer::glorot_uniform().with_seed(5), theta);

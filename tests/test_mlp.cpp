@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The MLP: backpropagation against central differences, per-sample and
-// batched paths, the partition identity, initializers, gradient health
+// The MLP: backpropagation against central differences, the per-sample
+// and layer-wise paths, the partition identity, initializers, gradient health
 // (symmetry, vanishing, exploding), clipping, and digits.
 
 #include "digits.hpp"
@@ -66,8 +66,8 @@ TEST_CASE("MLP: layout, limits and errors") {
   CHECK(message([] { MLP(3, {3, 0}, 1); }).find("layer 2 has width 0") != std::string::npos);
   // Wider than the per-sample path allows: built, and trained layer-wise only.
   const MLP wide(3, {MLP::max_width + 1}, 1);
-  CHECK_FALSE(wide.within_per_sample_limits());
-  CHECK(net.within_per_sample_limits());
+  CHECK(wide.per_sample_limits().find("GRADSUM_MLP_MAX_WIDTH") != std::string::npos);
+  CHECK(net.per_sample_limits().empty());
   using Host = Kokkos::DefaultHostExecutionSpace;
   CHECK(message([&] {
           gradsum::make_step<double>(Host(), wide, gradsum::SquaredError{}, gradsum::SGD{},
@@ -200,17 +200,11 @@ TEST_CASE_TEMPLATE_DEFINE("MLP gradient check: every depth, activation and head"
     Kokkos::View<double*, typename Space::memory_space> theta(
         "theta", std::size_t(net.num_parameters()));
     fill(theta, random_vector(theta.extent(0), seed + 1000, 0.6));
-    double errors[2];
-    for (bool batched : {false, true}) {
-      net.batched = batched;
-      errors[batched] = gradsum::gradient_check(Space(), net, loss, theta, data,
-                                                gradsum::CentralDifference{1e-5}, objective)
-                            .relative_error;
-    }
-    INFO(net.describe() << " with " << loss.name() << ", seed " << seed << ": per-sample "
-                        << errors[0] << ", batched " << errors[1]);
-    CHECK(errors[0] <= 1e-6);
-    CHECK(errors[1] <= 1e-6);
+    const double error = gradsum::gradient_check(Space(), net, loss, theta, data,
+                                                 gradsum::CentralDifference{1e-5}, objective)
+                             .relative_error;
+    INFO(net.describe() << " with " << loss.name() << ", seed " << seed << ": " << error);
+    CHECK(error <= 1e-6);
   };
   std::uint64_t seed = 100;
   for (int depth = 1; depth <= 3; ++depth)
@@ -224,7 +218,7 @@ TEST_CASE_TEMPLATE_DEFINE("MLP gradient check: every depth, activation and head"
 }
 TEST_CASE_TEMPLATE_APPLY(mlp_gradient_check, Spaces);
 
-TEST_CASE_TEMPLATE_DEFINE("MLP: backward(), the fused and the batched paths agree", Space,
+TEST_CASE_TEMPLATE_DEFINE("MLP: backward(), the fused path and the step agree", Space,
                           mlp_paths) {
   // On the host, backward() after forward() and the loss derivative (the
   // contract's separate calls) against sample_gradient(), one sample at a time.
@@ -248,25 +242,18 @@ TEST_CASE_TEMPLATE_DEFINE("MLP: backward(), the fused and the batched paths agre
   CHECK(relative_distance(fused, separate) <= 1e-15);
   CHECK(loss_fused == doctest::Approx(loss_separate).epsilon(1e-15));
 
-  // Through the step: per-sample and batched sums of a batch whose size
-  // is not a multiple of the block, with row lists.
+  // Through the step: the sums of the batch.
   auto data = DataOn<Space>::from_host(problem.n, 6, problem.x, problem.y);
   Kokkos::View<double*, typename Space::memory_space> device_theta("theta", std::size_t(P));
   fill(device_theta, theta);
-  std::vector<double> sums[2];
-  for (bool batched : {false, true}) {
-    MLP variant = net;
-    variant.batched = batched;
-    auto step = gradsum::make_step<double>(Space(), variant, loss, gradsum::SGD{},
-                                           gradsum::Objective{0.0, false});
-    step.evaluate(device_theta, data, RowRange{0, problem.n});
-    sums[batched] = to_host(step.sums());
-    sums[batched].resize(std::size_t(P) + 1);
-  }
+  auto step = gradsum::make_step<double>(Space(), net, loss, gradsum::SGD{},
+                                         gradsum::Objective{0.0, false});
+  step.evaluate(device_theta, data, RowRange{0, problem.n});
+  std::vector<double> sums = to_host(step.sums());
+  sums.resize(std::size_t(P) + 1);
   std::vector<double> expected = separate;
   expected.push_back(loss_separate);
-  CHECK(relative_distance(sums[0], expected) <= 1e-13);
-  CHECK(relative_distance(sums[1], expected) <= 1e-13);
+  CHECK(relative_distance(sums, expected) <= 1e-13);
 }
 TEST_CASE_TEMPLATE_APPLY(mlp_paths, Spaces);
 

@@ -152,7 +152,7 @@ TEST_CASE_TEMPLATE_DEFINE("predict: an MLP beyond the per-sample limits, layer b
   for (int hidden : {300, 20}) {
     CAPTURE(hidden);
     const gradsum::MLP net(5, {hidden}, 3, gradsum::Activation::tanh);
-    CHECK(net.within_per_sample_limits() == (hidden <= gradsum::MLP::max_width));
+    CHECK(net.per_sample_limits().empty() == (hidden <= gradsum::MLP::max_width));
     const auto theta_values = random_vector(std::size_t(net.num_parameters()), 13, 0.3);
     const auto theta = device_vector<Memory>(theta_values);
     const auto expected = host_mlp(p, hidden, 3, theta_values);

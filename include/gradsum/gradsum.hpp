@@ -10,6 +10,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/limits.hpp>
+#include <gradsum/core/model_members.hpp>
 #include <gradsum/core/output_file.hpp>
 #include <gradsum/core/requirements.hpp>
 #include <gradsum/core/signature.hpp>
@@ -59,6 +60,7 @@
 
 #include <gradsum/gradient/analytic.hpp>
 #include <gradsum/gradient/central_difference.hpp>
+#include <gradsum/gradient/path.hpp>
 #include <gradsum/gradient/virtual_workers.hpp>
 
 #include <gradsum/aggregation/local.hpp>

@@ -6,9 +6,11 @@
 /// member, and `is_model`, `is_loss`, … combining them. The contracts are
 /// written out at each trait below; docs/own-model.md shows them at work
 /// on a model of one's own, and docs/design.md says where each is used.
+/// What a model may offer beyond its contract: core/model_members.hpp.
 
-#include <gradsum/core/signature.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/model_members.hpp>
+#include <gradsum/core/signature.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -135,13 +137,6 @@ struct has_state_size : std::false_type {};
 template <class O>
 struct has_state_size<O, std::void_t<decltype(int(std::declval<const O&>().state_size(1)))>>
     : std::true_type {};
-template <class M, class S, class = void>
-struct has_model_hessian : std::false_type {};
-template <class M, class S>
-struct has_model_hessian<M, S, std::void_t<decltype(std::declval<const M&>().hessian(
-                                   std::declval<const S*>(), std::declval<const S*>(),
-                                   std::declval<const S*>(), std::declval<S*>()))>>
-    : std::true_type {};
 template <class L, class S, class = void>
 struct has_second_derivative : std::false_type {};
 template <class L, class S>
@@ -232,14 +227,26 @@ bool bins_in_use(const R& reduction) {
   if constexpr (has_bins_switch<R>::value) return reduction.bins();
   else return true;
 }
+
+/// Whether a reduction adds plainly, as the layer-wise path does: Sum
+/// (`static constexpr bool plain`), and a reduction chosen at run time
+/// while it is the sum (`bool plain() const`).
+template <class R, class = void>
+struct has_plain_switch : std::false_type {};
 template <class R>
-bool needs_each_sample(const R& reduction) {
-  if constexpr (is_binned_reduction<R>::value) return bins_in_use(reduction);
-  else return false;
+struct has_plain_switch<R, std::void_t<decltype(bool(std::declval<const R&>().plain()))>>
+    : std::true_type {};
+template <class R, class = void>
+struct is_plain_reduction : std::false_type {};
+template <class R>
+struct is_plain_reduction<R, std::enable_if_t<R::plain>> : std::true_type {};
+template <class R>
+bool sums_plainly(const R& reduction) {
+  if constexpr (has_plain_switch<R>::value) return reduction.plain();
+  else return is_plain_reduction<R>::value;
 }
 
-// Policies that combine workers, models that name their architecture,
-// optimizers that need the Hessian.
+// Policies that combine workers, optimizers that need the Hessian.
 /// Whether a gradient or aggregation policy combines workers by something
 /// other than the plain sum (`bool robust() const`; false when absent).
 template <class T, class = void>
@@ -283,14 +290,6 @@ void aggregate_leading(A& aggregation, const Space& space, const View& buffer, s
   else
     aggregation.aggregate(space, buffer);
 }
-
-/// Whether a model names its architecture beyond its sizes (MLP: widths
-/// and activations), for the workers' signature.
-template <class M, class = void>
-struct has_architecture : std::false_type {};
-template <class M>
-struct has_architecture<M, std::void_t<decltype(std::int64_t(std::declval<const M&>().architecture()))>>
-    : std::true_type {};
 
 template <class O, class = void>
 struct needs_hessian : std::false_type {};

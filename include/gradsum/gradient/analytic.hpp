@@ -2,11 +2,12 @@
 #pragma once
 
 #include <gradsum/core/kokkos_compat.hpp>
-#include <gradsum/core/limits.hpp>
+#include <gradsum/core/model_members.hpp>
 #include <gradsum/core/prefetch.hpp>
 #include <gradsum/core/requirements.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/gradient/detail/layerwise.hpp>
+#include <gradsum/gradient/path.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
 #include <gradsum/reduction/detail/rank_one_block.hpp>
 
@@ -17,72 +18,6 @@
 
 namespace gradsum {
 namespace detail {
-
-/// Whether a model computes one sample's loss and gradient in one call,
-/// model.sample_gradient(loss, theta, x, y, g) (MLP: the forward pass is
-/// kept for the backward pass instead of being recomputed).
-template <class M, class L, class S, class = void>
-struct has_sample_gradient : std::false_type {};
-template <class M, class L, class S>
-struct has_sample_gradient<M, L, S, std::void_t<decltype(S(std::declval<const M&>().sample_gradient(
-                                        std::declval<const L&>(), std::declval<const S*>(),
-                                        std::declval<const S*>(), std::declval<S>(),
-                                        std::declval<S*>())))>>
-    : declares_model_with<M, decltype(&M::template sample_gradient<L, S>)> {};
-
-/// Whether model.block_gradient(loss, theta, xs, ys, m, g) can be called.
-template <class M, class L, class S, class = void>
-struct block_gradient_callable : std::false_type {};
-template <class M, class L, class S>
-struct block_gradient_callable<
-    M, L, S,
-    std::void_t<decltype(S(std::declval<const M&>().block_gradient(
-        std::declval<const L&>(), std::declval<const S*>(), std::declval<const S* const*>(),
-        std::declval<const S*>(), 1, std::declval<S*>())))>> : std::true_type {};
-
-/// Whether M declares block_gradient<L, S> itself rather than inheriting it.
-template <class M, class L, class S, class = void>
-struct declares_block_gradient : std::false_type {};
-template <class M, class L, class S>
-struct declares_block_gradient<M, L, S,
-                               std::void_t<decltype(&M::template block_gradient<L, S>)>>
-    : std::is_same<typename member_owner<decltype(&M::template block_gradient<L, S>)>::type,
-                   M> {};
-
-/// Whether model.block_gradient(loss, theta, xs, ys, m, g, ahead) takes an
-/// `Ahead` to call once per sample (Linear; see detail::NoPrefetch).
-template <class M, class L, class S, class Ahead, class = void>
-struct block_gradient_takes_ahead : std::false_type {};
-template <class M, class L, class S, class Ahead>
-struct block_gradient_takes_ahead<
-    M, L, S, Ahead,
-    std::void_t<decltype(S(std::declval<const M&>().block_gradient(
-        std::declval<const L&>(), std::declval<const S*>(), std::declval<const S* const*>(),
-        std::declval<const S*>(), 1, std::declval<S*>(), std::declval<const Ahead&>())))>>
-    : std::true_type {};
-
-/// Whether a model has its own batched path, model.block_gradient(loss,
-/// theta, xs, ys, m, g) over blocks of Model::block_size samples. A model
-/// that only inherits one (a class derived from Linear or MLP, perhaps to
-/// change backward) keeps the per-sample path: the base's batched path
-/// would silently bypass the derived forward and backward.
-template <class M, class L, class S>
-struct has_block_gradient
-    : std::bool_constant<block_gradient_callable<M, L, S>::value &&
-                         declares_block_gradient<M, L, S>::value> {};
-
-/// Whether model.block_residuals(loss, theta, xs, ys, m, dz, value) can be
-/// called: the batched path for reductions that need each sample's
-/// contribution, of the form dz (x, 1) (Linear).
-template <class M, class L, class S, class = void>
-struct has_block_residuals : std::false_type {};
-template <class M, class L, class S>
-struct has_block_residuals<
-    M, L, S,
-    std::void_t<decltype(std::declval<const M&>().block_residuals(
-        std::declval<const L&>(), std::declval<const S*>(), std::declval<const S* const*>(),
-        std::declval<const S*>(), 1, std::declval<S*>(), std::declval<S*>()))>>
-    : declares_model_with<M, decltype(&M::template block_residuals<L, S>)> {};
 
 /// What every per-sample kernel body reads: the model and loss, the
 /// parameters, the data, and which rows are selected.
@@ -311,9 +246,9 @@ struct RankOneBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
 /// The exact gradient from the model's backward pass (backpropagation).
 ///
 /// For each selected sample: z = forward(theta, x), dz = dl/dz(z, y),
-/// g += dz . dz/dtheta. Cost: one pass over the selected rows. Dense models
-/// (MLP, Softmax) with the Sum reduction take the layer-wise path instead,
-/// the whole batch through each layer in matrix products
+/// g += dz . dz/dtheta. Cost: one pass over the selected rows, on the path
+/// gradient_path() names (gradient/path.hpp): the layer-wise path runs the
+/// whole batch through each layer in matrix products
 /// (gradient/detail/layerwise.hpp), in the room of the workspace beyond
 /// workspace_size(P) that a step adds for it (layerwise_workspace_size).
 struct Analytic {
@@ -336,39 +271,35 @@ struct Analytic {
     using Scalar = typename Data::scalar_type;
     using X = typename Data::features_view;
     using Y = typename Data::targets_view;
+    using Open = detail::OpenPaths<ExecutionSpace, Scalar, Model, Loss, Reduction>;
+    const GradientPath path = gradient_path<ExecutionSpace, Scalar>(model, loss, reduction);
     const int P = model.num_parameters();
-    if constexpr (detail::has_dense_layers<Model>::value) {
-      if (detail::takes_layerwise_path<ExecutionSpace>(model, reduction) &&
-          (work.extent(0) > 0 || !detail::within_per_sample_limits(model))) {
+    const std::int64_t n = rows.size();
+    const detail::PerSample<Model, Loss, Scalar, X, Y, Rows> common{
+        model, loss, theta.data(), data.features(), data.targets(), rows};
+    if constexpr (Open::layerwise) {
+      if (path == GradientPath::layerwise) {
         detail::layerwise_sum(space, model, loss, theta, data, rows, out, work);
         return;
       }
     }
-    const detail::PerSample<Model, Loss, Scalar, X, Y, Rows> common{
-        model, loss, theta.data(), data.features(), data.targets(), rows};
-    if constexpr (detail::has_block_gradient<Model, Loss, Scalar>::value &&
-                  Kokkos::SpaceAccessibility<Kokkos::HostSpace,
-                                             typename ExecutionSpace::memory_space>::accessible) {
-      constexpr int B = Model::block_size;
-      const std::int64_t n = rows.size();
-      if (model.batched && !detail::needs_each_sample(reduction)) {
-        if constexpr (!detail::is_binned_reduction<Reduction>::value ||
-                      detail::has_bins_switch<Reduction>::value) {
-          reduction.reduce(space, "gradsum::gradient::analytic_batched", (n + B - 1) / B, P + 1,
-                           detail::BlockBody<Model, Loss, Scalar, X, Y, Rows>{common, P, n}, out);
-          return;
-        }
-      }
-      if constexpr (detail::has_block_residuals<Model, Loss, Scalar>::value &&
-                    detail::takes_rank_one_blocks<Reduction>::value) {
-        if (model.batched && detail::needs_each_sample(reduction)) {
-          reduction.reduce(space, "gradsum::gradient::analytic_rank_one", (n + B - 1) / B, P + 1,
-                           detail::RankOneBody<Model, Loss, Scalar, X, Y, Rows>{common, n}, out);
-          return;
-        }
+    if constexpr (Open::blocks) {
+      if (path == GradientPath::blocks) {
+        reduction.reduce(space, "gradsum::gradient::analytic_batched",
+                         (n + Model::block_size - 1) / Model::block_size, P + 1,
+                         detail::BlockBody<Model, Loss, Scalar, X, Y, Rows>{common, P, n}, out);
+        return;
       }
     }
-    reduction.reduce(space, "gradsum::gradient::analytic", rows.size(), P + 1,
+    if constexpr (Open::rank_one_blocks) {
+      if (path == GradientPath::rank_one_blocks) {
+        reduction.reduce(space, "gradsum::gradient::analytic_rank_one",
+                         (n + Model::block_size - 1) / Model::block_size, P + 1,
+                         detail::RankOneBody<Model, Loss, Scalar, X, Y, Rows>{common, n}, out);
+        return;
+      }
+    }
+    reduction.reduce(space, "gradsum::gradient::analytic", n, P + 1,
                      detail::AnalyticBody<Model, Loss, Scalar, X, Y, Rows>{common, P}, out);
   }
 };

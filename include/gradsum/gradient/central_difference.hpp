@@ -3,7 +3,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
-#include <gradsum/core/limits.hpp>
+#include <gradsum/core/model_members.hpp>
 #include <gradsum/gradient/analytic.hpp>
 
 #include <cmath>

@@ -23,13 +23,8 @@
 #endif
 #ifndef GRADSUM_MLP_MAX_UNITS
 /// The per-sample path's largest total of hidden and output units: every
-/// thread keeps the activations of one sample (GRADSUM_MLP_BLOCK samples
-/// on the batched path) on its stack.
+/// thread keeps the activations of one sample on its stack.
 #define GRADSUM_MLP_MAX_UNITS 1024
-#endif
-#ifndef GRADSUM_MLP_BLOCK
-/// Samples per block on the batched path.
-#define GRADSUM_MLP_BLOCK 8
 #endif
 
 namespace gradsum {
@@ -63,27 +58,24 @@ struct GivenDerivative {
 /// weights(theta, l) and bias(theta, l) are views of those blocks. Biases
 /// are not regularised.
 ///
-/// Three ways to the same gradient. The layer-wise path (the default,
+/// Two ways to the same gradient. The layer-wise path (the default,
 /// `layerwise`): the whole batch through each layer in matrix products
 /// (gemm, linalg/gemm.hpp), on every backend, for the Analytic gradient
 /// with the Sum reduction. The per-sample path (the reference, and the one
 /// Compensated and Reproducible sums take): forward and backward one
-/// sample at a time. And batched, blocks of GRADSUM_MLP_BLOCK samples
-/// through the per-sample arithmetic on host spaces (`batched`, with
-/// `layerwise` false; it gains little: docs/performance.md).
+/// sample at a time.
 ///
-/// Limits: GRADSUM_MLP_MAX_LAYERS layers. The per-sample and batched paths
-/// (per-thread stack arrays) also limit layers to GRADSUM_MLP_MAX_WIDTH
+/// Limits: GRADSUM_MLP_MAX_LAYERS layers. The per-sample path (per-thread
+/// stack arrays) also limits layers to GRADSUM_MLP_MAX_WIDTH
 /// units and the network to GRADSUM_MLP_MAX_UNITS units in all; a step
 /// that would take them with a larger network says so when it is built
-/// (within_per_sample_limits()). Define the macros before including
+/// (per_sample_limits()). Define the macros before including
 /// gradsum to change them.
 class MLP {
  public:
   static constexpr int max_layers = GRADSUM_MLP_MAX_LAYERS;
   static constexpr int max_width = GRADSUM_MLP_MAX_WIDTH;
   static constexpr int max_units = GRADSUM_MLP_MAX_UNITS;
-  static constexpr int block_size = GRADSUM_MLP_BLOCK;
   /// Per-sample output arrays need room for the widest output layer.
   static constexpr int output_capacity = max_width;
 
@@ -143,13 +135,11 @@ class MLP {
   /// Analytic gradient with the Sum reduction); false: per sample.
   bool layerwise = true;
 
-  /// Whether the per-sample and batched paths can take this network: every
-  /// layer at most max_width units wide and max_units units in all.
-  bool within_per_sample_limits() const {
-    return widest_ <= max_width && units_ <= max_units;
-  }
-  /// Why within_per_sample_limits() is false, for messages.
+  /// Why the per-sample path cannot take this network, for messages, or ""
+  /// when it can: every layer at most max_width units wide and max_units
+  /// units in all.
   std::string per_sample_limits() const {
+    if (widest_ <= max_width && units_ <= max_units) return {};
     return detail::concat("the per-sample path takes layers of at most ", max_width,
                           " units (GRADSUM_MLP_MAX_WIDTH) and ", max_units,
                           " units in all (GRADSUM_MLP_MAX_UNITS); ", describe(), " has ",
@@ -263,9 +253,6 @@ class MLP {
                widths.back(), activations);
   }
 
-  /// Whether the Analytic gradient may take the batched path (see above).
-  bool batched = false;
-
   /// W_l as an (inputs x outputs) row-major view into `theta`.
   template <class View>
   auto weights(const View& theta, int l) const {
@@ -287,8 +274,7 @@ class MLP {
   template <class Scalar>
   KOKKOS_FUNCTION void forward(const Scalar* theta, const Scalar* x, Scalar* z) const {
     Scalar acts[max_units];
-    const Scalar* xs[1] = {x};
-    forward_block<1>(theta, xs, 1, acts);
+    forward_all(theta, x, acts);
     const Scalar* out = acts + unit_offset_[layers_ - 1];
     for (int j = 0; j < num_outputs(); ++j) z[j] = out[j];
   }
@@ -297,9 +283,7 @@ class MLP {
   template <class Scalar>
   KOKKOS_FUNCTION void backward(const Scalar* theta, const Scalar* x, const Scalar* dz,
                                 Scalar* g) const {
-    const Scalar* xs[1] = {x};
-    const Scalar y = 0;
-    gradient_block<1>(detail::GivenDerivative<Scalar>{dz}, theta, xs, &y, 1, g);
+    gradient_of(detail::GivenDerivative<Scalar>{dz}, theta, x, Scalar(0), g);
   }
 
   /// Fused per-sample gradient: one forward pass, the loss and its
@@ -308,20 +292,7 @@ class MLP {
   template <class Loss, class Scalar>
   KOKKOS_FUNCTION Scalar sample_gradient(const Loss& loss, const Scalar* theta, const Scalar* x,
                                          Scalar y, Scalar* g) const {
-    const Scalar* xs[1] = {x};
-    return gradient_block<1>(loss, theta, xs, &y, 1, g);
-  }
-
-  /// Batched gradient over m <= block_size samples xs[s] with targets
-  /// ys[s]: g += the sum of their gradients; returns the sum of their
-  /// losses. Sample by sample, the arithmetic is that of sample_gradient,
-  /// but with fused multiply-adds where the target has them (Sum's path;
-  /// Reproducible takes sample_gradient).
-  template <class Loss, class Scalar>
-  KOKKOS_FUNCTION Scalar block_gradient(const Loss& loss, const Scalar* theta,
-                                        const Scalar* const* xs, const Scalar* ys, int m,
-                                        Scalar* g) const {
-    return gradient_block<block_size, true>(loss, theta, xs, ys, m, g);
+    return gradient_of(loss, theta, x, y, g);
   }
 
  private:
@@ -336,88 +307,70 @@ class MLP {
     return s;
   }
 
-  // Forward pass of m <= B samples keeping every layer's outputs: layer l's
-  // outputs for sample s at acts[B unit_offset_[l] + s width_[l + 1]].
-  // Fused multiply-adds only with Fused (block_gradient, Sum's path).
-  template <int B, bool Fused = false, class Scalar>
-  KOKKOS_FUNCTION void forward_block(const Scalar* theta, const Scalar* const* xs, int m,
-                                     Scalar* acts) const {
-    // Steps refuse such networks on these paths when they are built.
+  // Forward pass of one sample x keeping every layer's outputs: layer l's
+  // at acts[unit_offset_[l]].
+  template <class Scalar>
+  KOKKOS_FUNCTION void forward_all(const Scalar* theta, const Scalar* x, Scalar* acts) const {
+    // Steps refuse such networks on this path when they are built.
     if (units_ > max_units || widest_ > max_width)
       Kokkos::abort("gradsum::MLP: the network is beyond the per-sample path's limits");
     // The outputs are written below; cleared so that compilers need not
     // prove it (-Wmaybe-uninitialized).
-    Scalar* z = acts + B * unit_offset_[layers_ - 1];
-    z[0] = Scalar(0);
+    acts[unit_offset_[layers_ - 1]] = Scalar(0);
     for (int l = 0; l < layers_; ++l) {
       const int n_in = width_[l], n_out = width_[l + 1];
       const Scalar* W = theta + offset_[l];
       const Scalar* b = W + n_in * n_out;
-      Scalar* out = acts + B * unit_offset_[l];
-      const Scalar* in = l == 0 ? nullptr : acts + B * unit_offset_[l - 1];
-      for (int s = 0; s < m; ++s)
-        for (int j = 0; j < n_out; ++j) out[s * n_out + j] = b[j];
-      // Input-major: row k of W serves the whole block while in cache.
+      Scalar* out = acts + unit_offset_[l];
+      const Scalar* in = l == 0 ? x : acts + unit_offset_[l - 1];
+      for (int j = 0; j < n_out; ++j) out[j] = b[j];
+      // Input-major: row k of W is read in order.
       for (int k = 0; k < n_in; ++k) {
         const Scalar* Wk = W + k * n_out;
-        for (int s = 0; s < m; ++s) {
-          const Scalar a = l == 0 ? xs[s][k] : in[s * n_in + k];
-          Scalar* o = out + s * n_out;
-          for (int j = 0; j < n_out; ++j) o[j] = detail::multiply_add<Fused>(a, Wk[j], o[j]);
-        }
+        const Scalar a = in[k];
+        for (int j = 0; j < n_out; ++j) out[j] = detail::multiply_add<false>(a, Wk[j], out[j]);
       }
       if (activation_[l] != Activation::identity)
-        for (int t = 0; t < m * n_out; ++t) out[t] = detail::activate(activation_[l], out[t]);
+        for (int j = 0; j < n_out; ++j) out[j] = detail::activate(activation_[l], out[j]);
     }
   }
 
-  // Forward, loss, backward for m <= B samples; g += their gradients.
-  template <int B, bool Fused = false, class Loss, class Scalar>
-  KOKKOS_FUNCTION Scalar gradient_block(const Loss& loss, const Scalar* theta,
-                                        const Scalar* const* xs, const Scalar* ys, int m,
-                                        Scalar* g) const {
-    Scalar acts[B * max_units];
-    Scalar delta[2][B * max_width];
-    forward_block<B, Fused>(theta, xs, m, acts);
-    Scalar total = 0;
-    const int k_out = num_outputs();
-    const Scalar* z = acts + B * unit_offset_[layers_ - 1];
-    for (int s = 0; s < m; ++s)
-      total += detail::value_and_derivative(loss, z + s * k_out, k_out, ys[s],
-                                            delta[0] + s * k_out);
+  // Forward, loss, backward for one sample (x, y); g += its gradient.
+  // Returns its loss.
+  template <class Loss, class Scalar>
+  KOKKOS_FUNCTION Scalar gradient_of(const Loss& loss, const Scalar* theta, const Scalar* x,
+                                     Scalar y, Scalar* g) const {
+    Scalar acts[max_units];
+    Scalar delta[2][max_width];
+    forward_all(theta, x, acts);
+    const Scalar* z = acts + unit_offset_[layers_ - 1];
+    const Scalar value = detail::value_and_derivative(loss, z, num_outputs(), y, delta[0]);
     int cur = 0;
     for (int l = layers_ - 1; l >= 0; --l) {
       const int n_in = width_[l], n_out = width_[l + 1];
       const Scalar* W = theta + offset_[l];
       Scalar* G = g + offset_[l];
       Scalar* Gb = G + n_in * n_out;
-      const Scalar* in = l == 0 ? nullptr : acts + B * unit_offset_[l - 1];
+      const Scalar* in = l == 0 ? x : acts + unit_offset_[l - 1];
       const Scalar* d = delta[cur];
-      for (int s = 0; s < m; ++s)
-        for (int j = 0; j < n_out; ++j) Gb[j] += d[s * n_out + j];
+      for (int j = 0; j < n_out; ++j) Gb[j] += d[j];
       for (int k = 0; k < n_in; ++k) {
         Scalar* Gk = G + k * n_out;
-        for (int s = 0; s < m; ++s) {
-          const Scalar a = l == 0 ? xs[s][k] : in[s * n_in + k];
-          const Scalar* ds = d + s * n_out;
-          for (int j = 0; j < n_out; ++j) Gk[j] = detail::multiply_add<Fused>(a, ds[j], Gk[j]);
-        }
+        const Scalar a = in[k];
+        for (int j = 0; j < n_out; ++j) Gk[j] = detail::multiply_add<false>(a, d[j], Gk[j]);
       }
       if (l == 0) break;
       Scalar* prev = delta[cur ^ 1];
       const Activation f = activation_[l - 1];
       for (int k = 0; k < n_in; ++k) {
         const Scalar* Wk = W + k * n_out;
-        for (int s = 0; s < m; ++s) {
-          const Scalar* ds = d + s * n_out;
-          Scalar sum = 0;
-          for (int j = 0; j < n_out; ++j) sum = detail::multiply_add<Fused>(Wk[j], ds[j], sum);
-          prev[s * n_in + k] = sum * detail::activation_slope(f, in[s * n_in + k]);
-        }
+        Scalar sum = 0;
+        for (int j = 0; j < n_out; ++j) sum = detail::multiply_add<false>(Wk[j], d[j], sum);
+        prev[k] = sum * detail::activation_slope(f, in[k]);
       }
       cur ^= 1;
     }
-    return total;
+    return value;
   }
 
   int layers_ = 0;

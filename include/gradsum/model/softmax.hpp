@@ -3,7 +3,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
-#include <gradsum/core/limits.hpp>
+#include <gradsum/core/model_members.hpp>
 #include <gradsum/core/multiply_add.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
 #include <gradsum/model/detail/dense_layers.hpp>
@@ -24,8 +24,8 @@ namespace gradsum {
 /// matrix products (gradient/detail/layerwise.hpp). On host spaces, a
 /// model of at most block_classes classes takes its batched per-sample
 /// path instead (`batched`, the default): products that thin are slower
-/// than blocks of samples (docs/performance.md). Other reductions, and
-/// `layerwise` false, take the per-sample path.
+/// than blocks of samples (docs/performance.md). gradient/path.hpp says
+/// which path a step takes.
 class Softmax {
  public:
   /// A model for `num_features` >= 1 inputs and `num_classes` >= 2 outputs.
@@ -53,11 +53,8 @@ class Softmax {
   /// (block_gradient) rather than one sample at a time.
   bool batched = true;
   /// On host spaces, models of at most this many classes take the batched
-  /// path even where the layer-wise path is open to them.
+  /// path (while `batched`) even where the layer-wise path is open to them.
   static constexpr int block_classes = 16;
-  /// Whether, on a host space, the batched path is taken before the
-  /// layer-wise one.
-  bool prefers_blocks_on_host() const { return batched && c_ <= block_classes; }
 
   /// Its one layer for the layer-wise path: C rows of (w_c, b_c).
   detail::DenseLayers<1> dense_layers() const {

@@ -8,6 +8,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/model_members.hpp>
 #include <gradsum/core/output_file.hpp>
 #include <gradsum/core/restored.hpp>
 #include <gradsum/data/scaling.hpp>
@@ -26,12 +27,6 @@
 namespace gradsum {
 
 namespace detail {
-
-template <class M, class = void>
-struct has_describe : std::false_type {};
-template <class M>
-struct has_describe<M, std::void_t<decltype(std::declval<const M&>().describe())>>
-    : std::true_type {};
 
 /// The model as a checkpoint names it: its name, then, for a model whose
 /// shape its sizes do not fix (an MLP: "mlp:13-32(tanh)-3"), its

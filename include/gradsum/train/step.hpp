@@ -14,15 +14,18 @@
 #include <gradsum/data/partition.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/gradient/analytic.hpp>
+#include <gradsum/gradient/path.hpp>
 #include <gradsum/optimizer/sgd.hpp>
-#include <gradsum/reduction/detail/cross_rank.hpp>
 #include <gradsum/reduction/sum.hpp>
 #include <gradsum/train/detail/hessian.hpp>
 #include <gradsum/train/detail/host_copies.hpp>
-#include <gradsum/train/detail/input_checks.hpp>
+#include <gradsum/train/detail/local_sums.hpp>
+#include <gradsum/train/detail/nonfinite.hpp>
+#include <gradsum/train/detail/objective_gradient.hpp>
+#include <gradsum/train/detail/reduction_workers.hpp>
 #include <gradsum/train/detail/step_checks.hpp>
-#include <gradsum/train/detail/step_sums.hpp>
-#include <gradsum/train/detail/worker_watch.hpp>
+#include <gradsum/train/detail/step_message.hpp>
+#include <gradsum/train/detail/step_signature.hpp>
 #include <gradsum/train/objective.hpp>
 #include <gradsum/train/update_context.hpp>
 
@@ -58,9 +61,7 @@ class Step {
   static_assert(detail::check_step_policies<ExecutionSpace, Scalar, Model, Loss, Optimizer,
                                              Gradient, Reduction, Aggregation>());
   using Slot = detail::StepSlot;
-  // Whether the reduction keeps integer bins, which the step sums across
-  // workers through detail::ReductionWorkers.
-  static constexpr bool binned = detail::is_binned_reduction<Reduction>::value;
+  // How the reduction sums over workers: the step calls them, they decide.
   using Workers = detail::ReductionWorkers<Reduction, Scalar, typename ExecutionSpace::memory_space>;
 
  public:
@@ -96,8 +97,8 @@ class Step {
     // agreement on the signature.
     std::string local_error;
     try {
-      detail::validate_step_policies<ExecutionSpace>(model_, loss_, optimizer_, objective_, gradient_,
-                                     reduction_);
+      detail::validate_step_policies(model_, loss_, optimizer_, objective_, gradient_,
+                                     gradient_path());
       detail::check_hessian_use<Scalar>(model_, loss_, optimizer_);
     } catch (const Error& e) {
       local_error = e.what();
@@ -105,16 +106,15 @@ class Step {
     aggregation_.agree(signature(), local_error);
     const int P = model_.num_parameters();
     gradient_view_ = parameters_view("gradsum::step::gradient", std::size_t(P));
-    accumulated_ = parameters_view("gradsum::step::accumulated", std::size_t(P) + 1);
-    work_ = parameters_view("gradsum::step::workspace",
-                            detail::step_workspace_size<ExecutionSpace>(gradient_, model_, reduction_));
+    local_.allocate(P);
+    work_ = parameters_view("gradsum::step::workspace", workspace_size());
     host_norms_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::norms");
     host_vector_ = Kokkos::View<Scalar*, Kokkos::HostSpace>("gradsum::step::host_vector",
                                                             std::size_t(P));
     state_ = state_view("gradsum::step::optimizer_state",
                         std::size_t(optimizer_.state_size(P)), std::size_t(P));
     size_message();
-    if constexpr (binned) workers_ = Workers(aggregation_, P + 1, detail::bins_in_use(reduction_));
+    workers_ = Workers(reduction_, gradient_, aggregation_, P + 1);
     if (detail::optimizer_uses_hessian(optimizer_)) allocate_hessian();
   }
 
@@ -129,13 +129,19 @@ class Step {
   /// Number of parameters P.
   int num_parameters() const { return model_.num_parameters(); }
 
-  /// Whether evaluate() sums the gradient on the model's layer-wise path
-  /// (matrix products, gradient/detail/layerwise.hpp): a dense model with
-  /// `layerwise` set, the Analytic gradient and the Sum reduction (and,
-  /// for Softmax on host spaces, more than Softmax::block_classes classes).
-  bool layerwise() const {
-    return detail::step_takes_layerwise_path<Gradient, ExecutionSpace>(model_, reduction_);
+  /// How evaluate() sums the gradient (gradient/path.hpp): the path
+  /// gradient_path() chooses for the model, loss, reduction and space when
+  /// the gradient policy is Analytic (or VirtualWorkers of it); per_sample
+  /// for other gradient policies (CentralDifference).
+  GradientPath gradient_path() const {
+    if constexpr (detail::is_analytic_based<Gradient>::value)
+      return gradsum::gradient_path<ExecutionSpace, Scalar>(model_, loss_, reduction_);
+    else
+      return GradientPath::per_sample;
   }
+  /// Whether evaluate() sums the gradient on the model's layer-wise path
+  /// (matrix products): gradient_path() == GradientPath::layerwise.
+  bool layerwise() const { return gradient_path() == GradientPath::layerwise; }
 
   /// A new parameter vector of length P in the step's memory space, zeros.
   parameters_view make_parameters() const {
@@ -152,45 +158,22 @@ class Step {
   /// the batch holds no sample on any worker.
   template <class Theta, class Data, class Rows>
   StepResult evaluate(const Theta& theta, const Data& data, const Rows& rows) {
-    static_assert(
-        Kokkos::SpaceAccessibility<ExecutionSpace, typename Data::memory_space>::accessible,
-        "gradsum::Step::evaluate: the data's memory space is not accessible "
-        "from the step's execution space; copy the data with "
-        "Kokkos::create_mirror_view_and_copy first");
-    static_assert(
-        Kokkos::SpaceAccessibility<ExecutionSpace, typename Theta::memory_space>::accessible,
-        "gradsum::Step::evaluate: the parameters' memory space is not "
-        "accessible from the step's execution space");
-    static_assert(std::is_same<typename Data::scalar_type, Scalar>::value,
-                  "gradsum::Step::evaluate: the data's scalar type differs "
-                  "from the step's Scalar");
-    const int P = num_parameters();
-    // A robust combination of parts or ranks needs each worker's rounded
-    // sum, so the bins then stay inside each worker.
-    const bool bins = uses_bins();
+    static_assert(detail::check_evaluate_types<ExecutionSpace, Scalar, Theta, Data>());
     // Errors found on this worker do not throw here: they are counted in
-    // the buffer's `failed` slot, which every worker sees after aggregation.
-    std::string local_error = detail::check_shapes(model_, theta, data, rows, bins);
+    // the message's `failed` slot, which every worker sees after aggregation.
+    std::string local_error =
+        detail::check_shapes(model_, theta, data, rows, workers_.rounds_each_worker());
     if (local_error.empty()) local_error = detail::check_worker_rows(gradient_, rows);
     if (local_error.empty()) local_error = check_data_(space_, model_, loss_, data);
-    const bool local_nonfinite = bins ? binned_sums(theta, data, rows, local_error.empty())
-                                      : plain_sums(theta, data, rows, local_error.empty());
+    const bool local_nonfinite = sum_workers(theta, data, rows, local_error.empty());
     detail::ScopedRegion region("gradsum::step::finalize");
-    Kokkos::deep_copy(space_, host_read_,
-                      Kokkos::subview(sums_, Kokkos::make_pair(P, int(sums_.extent(0)))));
-    space_.fence();
-    if (host_read_(Slot::failed) > Scalar(0)) throw AgreedError(aggregation_.first_error(local_error));
-    const double loss_sum = double(host_read_(Slot::loss));
-    const auto count = std::int64_t(host_read_(Slot::count));
-    if (host_read_(Slot::nonfinite) > Scalar(0)) {
+    message_.read_slots(space_);
+    if (message_.slot(Slot::failed) > Scalar(0))
+      throw AgreedError(aggregation_.first_error(local_error));
+    const auto count = std::int64_t(message_.slot(Slot::count));
+    if (message_.slot(Slot::nonfinite) > Scalar(0)) {
       // Every worker is here: the count of non-finite workers was summed.
-      if (objective_.on_nonfinite == NonFinite::skip) {
-        StepResult skipped;
-        skipped.loss = skipped.gradient_norm = std::nan("");
-        skipped.count = count;
-        skipped.skipped = true;
-        return skipped;
-      }
+      if (objective_.on_nonfinite == NonFinite::skip) return skipped(count);
       throw AgreedError(aggregation_.first_error(
           local_nonfinite
               ? detail::describe_nonfinite<Scalar>(space_, model_, loss_, theta, data, rows)
@@ -200,33 +183,7 @@ class Step {
       detail::fail_agreed("gradsum::Step::evaluate: the batch holds no samples on "
                    "any worker (empty data set or empty row selection); a "
                    "gradient needs at least one sample");
-    const double scale = objective_.mean ? 1.0 / double(count) : 1.0;
-    using Functor = detail::Finalize<Model, Scalar, parameters_view, Theta, parameters_view>;
-    Kokkos::View<Scalar*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> norms(
-        host_norms_.data(), 2);
-    const Functor finalize{2, model_, sums_, theta, gradient_view_, Scalar(scale),
-                           Scalar(objective_.l2)};
-    // With a binned reduction the norms too are the same bits whatever the
-    // thread count.
-    workers_.reduce_two(space_, reduction_, "gradsum::step::finalize", P, finalize, norms);
-    StepResult result;
-    result.loss = loss_sum * scale + objective_.l2 / 2 * double(norms(1));
-    result.gradient_norm = std::sqrt(double(norms(0)));
-    result.count = count;
-    if (stats_.parts() > 0 && !bins)
-      stats_.finish(space_, sums_, model_, theta, objective_.l2, scale, host_read_.data(), result);
-    if (!std::isfinite(result.loss) || !std::isfinite(result.gradient_norm)) {
-      // Finite on every worker but not in total: the sum overflowed. Every
-      // rank holds the same values, so every rank decides the same way.
-      if (objective_.on_nonfinite == NonFinite::skip) {
-        result.skipped = true;
-        return result;
-      }
-      detail::fail("gradsum::Step::evaluate: the objective or its gradient is not finite "
-                   "after summing over workers (loss ", result.loss, ", gradient norm ",
-                   result.gradient_norm, "); every worker's own sum was finite");
-    }
-    return result;
+    return objective_at(theta, count);
   }
 
   /// evaluate() over every row of `data`.
@@ -315,23 +272,21 @@ class Step {
   /// never a second pass over the data, nor another collective. With the same global batch
   /// and parts, the estimates are the same whatever the number of ranks (up to rounding):
   /// use parts_per_rank = W / ranks for W workers in all. 0 stops measuring. Needs a
-  /// reduction without integer bins (Sum, Compensated). Call it on every rank alike.
+  /// reduction that rounds each worker's sum (Sum, Compensated). Call it on every rank alike.
   void measure_workers(int parts_per_rank) {
-    detail::check_measure_workers(
-        parts_per_rank,
-        detail::combines_robustly(gradient_) || detail::combines_robustly(aggregation_),
-        uses_bins(), reduction_.name());
-    stats_.set_parts(parts_per_rank);
+    detail::check_measure_workers(parts_per_rank, gradient_, aggregation_, workers_,
+                                  reduction_.name());
+    local_.watch().set_parts(parts_per_rank);
   }
   /// Parts per rank measure_workers() set (0: not measuring).
-  int worker_parts() const { return stats_.parts(); }
+  int worker_parts() const { return local_.watch().parts(); }
   /// Names outlier workers from the next evaluation on (StepResult::outliers; the score,
   /// `threshold`: train/detail/worker_watch.hpp): measure_workers(parts_per_rank) and 3 more
   /// values per worker in the message, no collective of its own. Needs 3 workers or more; 0
   /// stops. Call it on every rank with the same values (refused alike there).
   void watch_workers(int parts_per_rank, double threshold = 3) {
     if (parts_per_rank != 0) measure_workers(parts_per_rank);
-    stats_.watch(parts_per_rank, threshold, aggregation_.size(), aggregation_.rank());
+    local_.watch().watch(parts_per_rank, threshold, aggregation_.size(), aggregation_.rank());
     size_message();
   }
 
@@ -341,7 +296,7 @@ class Step {
   /// count and the number of failed workers (0), from the last
   /// evaluation, over every worker. Counts are exact up to 2^53 samples in
   /// double and 2^24 in float.
-  parameters_view sums() const { return sums_; }
+  parameters_view sums() const { return message_.sums(); }
 
   const ExecutionSpace& space() const { return space_; }
   const Model& model() const { return model_; }
@@ -358,105 +313,83 @@ class Step {
   Aggregation& aggregation() { return aggregation_; }
 
  private:
-  // The Reproducible path: this worker's contributions in integer bins,
-  // summed exactly over every worker and rounded once into sums_.
+  // This worker's sums and every other worker's, in one call of the
+  // reduction's workers, which decide how to add them; returns whether
+  // this worker's own sums were not finite. Collective.
   template <class Theta, class Data, class Rows>
-  bool binned_sums(const Theta& theta, const Data& data, const Rows& rows, bool ok) {
-    if constexpr (!binned) {
-      return false;  // uses_bins() is false
-    } else if constexpr (is_micro_batches<Rows>::value) {
-      if (rows.parts.size() == 1) return binned_sums(theta, data, rows.parts[0], ok);
-      return binned_sums(theta, data, RowRange{}, false);  // refused by check_shapes
-    } else {
-      static_assert(detail::is_analytic_based<Gradient>::value,
-                    "gradsum::Step: the Reproducible reduction needs the Analytic gradient "
-                    "policy (or VirtualWorkers<Analytic>)");
-      const std::int64_t tail[2] = {ok ? std::int64_t(rows.size()) : 0, ok ? 0 : 1};
-      return workers_.sum(
-          space_, reduction_, aggregation_,
-          [&](const auto& target) {
-            gradient_.sum(space_, model_, loss_, target, theta, data, rows, sums_, work_);
-          },
-          ok, tail, sums_);
-    }
+  bool sum_workers(const Theta& theta, const Data& data, const Rows& rows, bool ok) {
+    static_assert(detail::check_gradient_for_reduction<Gradient, Reduction>());
+    const auto sums = message_.sums();
+    auto sum = [&](const auto& target) {
+      auto sum_part = [&](const auto& part) {
+        gradient_.sum(space_, model_, loss_, target, theta, data, part, sums, work_);
+      };
+      return local_.sum(space_, rows, sum_part, sums, gradient_view_);
+    };
+    auto put = [&](const auto& message) { local_.watch().put(message); };
+    return workers_.sum(space_, reduction_, aggregation_,
+                        detail::local_part(ok, rows.size(), sum, put), message_);
   }
 
-  // Every other path: this worker's sums and its tail (count, flags,
-  // worker statistics) in sums_, then aggregated in one message.
-  template <class Theta, class Data, class Rows>
-  bool plain_sums(const Theta& theta, const Data& data, const Rows& rows, bool ok) {
+  // The objective J and its gradient from the aggregated sums of `count`
+  // samples, with the workers' statistics when measured. Blocking.
+  template <class Theta>
+  StepResult objective_at(const Theta& theta, std::int64_t count) {
     const int P = num_parameters();
-    bool nonfinite = false;
-    {
-      detail::ScopedRegion region("gradsum::step::gradient");
-      auto tail = Kokkos::subview(sums_, Kokkos::make_pair(P + int(Slot::count), int(sums_.size())));
-      auto put = [&](int slot, double v) { host_write_(slot - Slot::count) = Scalar(v); };
-      stats_.clear();
-      if (ok) {
-        local_sums(theta, data, rows);
-        // A lone measured worker's finite norm and loss: no need to look.
-        nonfinite = !stats_.lone_worker_finite() && detail::any_nonfinite(space_, sums_, P + 1);
-        put(Slot::count, double(rows.size()));
-        put(Slot::failed, 0);
-      } else {
-        Kokkos::deep_copy(space_, sums_, Scalar(0));
-        put(Slot::count, 0);
-        put(Slot::failed, 1);
+    const double scale = objective_.mean ? 1.0 / double(count) : 1.0;
+    using Functor =
+        detail::ObjectiveGradient<Model, Scalar, parameters_view, Theta, parameters_view>;
+    Kokkos::View<Scalar*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> norms(
+        host_norms_.data(), 2);
+    const Functor finalize{2, model_, message_.sums(), theta, gradient_view_, Scalar(scale),
+                           Scalar(objective_.l2)};
+    // With the Reproducible reduction the norms too are the same bits
+    // whatever the thread count.
+    workers_.reduce_two(space_, reduction_, "gradsum::step::finalize", P, finalize, norms);
+    StepResult result;
+    result.loss = double(message_.slot(Slot::loss)) * scale + objective_.l2 / 2 * double(norms(1));
+    result.gradient_norm = std::sqrt(double(norms(0)));
+    result.count = count;
+    if (local_.watch().parts() > 0)
+      local_.watch().finish(space_, message_.sums(), model_, theta, objective_.l2, scale,
+                            message_.slots(), result);
+    if (!std::isfinite(result.loss) || !std::isfinite(result.gradient_norm)) {
+      // Finite on every worker but not in total: the sum overflowed. Every
+      // rank holds the same values, so every rank decides the same way.
+      if (objective_.on_nonfinite == NonFinite::skip) {
+        result.skipped = true;
+        return result;
       }
-      put(Slot::nonfinite, nonfinite ? 1 : 0);
-      for (int k = 0; k < 4; ++k) put(Slot::noise + k, stats_.total(k));
-      stats_.put([&](int slot, double v) { put(Slot::size + slot, v); });
-      Kokkos::deep_copy(space_, tail, host_write_);
+      detail::fail("gradsum::Step::evaluate: the objective or its gradient is not finite "
+                   "after summing over workers (loss ", result.loss, ", gradient norm ",
+                   result.gradient_norm, "); every worker's own sum was finite");
     }
-    detail::ScopedRegion region("gradsum::step::aggregate");
-    detail::aggregate_leading(aggregation_, space_, sums_, P, P + int(Slot::count));
-    return nonfinite;
+    return result;
   }
 
-  // The summed gradient and loss over my rows into sums(0 … P+1); for
-  // MicroBatches the parts one after the other, added up in a buffer the
-  // constructor allocated, before any aggregation.
-  template <class Theta, class Data, class Rows>
-  void local_sums(const Theta& theta, const Data& data, const Rows& rows) {
-    const int P = num_parameters();
-    if constexpr (is_micro_batches<Rows>::value) {
-      if (rows.parts.size() == 1) return local_sums(theta, data, rows.parts[0]);
-      Kokkos::deep_copy(space_, accumulated_, Scalar(0));
-      for (const auto& part : rows.parts) {
-        gradient_.sum(space_, model_, loss_, reduction_, theta, data, part, sums_, work_);
-        if (stats_.parts() > 0) stats_.add(space_, sums_, P, part.size(), gradient_view_);
-        detail::add_into(space_, accumulated_, sums_);
-      }
-      Kokkos::deep_copy(
-          space_, Kokkos::subview(sums_, Kokkos::make_pair(0, int(accumulated_.extent(0)))),
-          accumulated_);
-    } else if (stats_.parts() > 1) {  // the rows in parts, each one worker
-      MicroBatches<Rows> parts;
-      for (int k = 0; k < stats_.parts(); ++k)
-        parts.parts.push_back(partition(rows, stats_.parts(), k));
-      local_sums(theta, data, parts);
-    } else {
-      gradient_.sum(space_, model_, loss_, reduction_, theta, data, rows, sums_, work_);
-      if (stats_.parts() > 0) stats_.add(space_, sums_, P, rows.size(), gradient_view_);
-    }
+  // The result of a step skipped because a worker's own sums are not finite.
+  static StepResult skipped(std::int64_t count) {
+    StepResult result;
+    result.loss = result.gradient_norm = std::nan("");
+    result.count = count;
+    result.skipped = true;
+    return result;
   }
 
   void size_message() {
-    detail::size_message(sums_, host_read_, host_write_, aggregation_, num_parameters(),
-                         int(Slot::size) + stats_.message_slots());
+    message_.resize(aggregation_, num_parameters(), local_.watch().message_slots());
   }
 
   void allocate_hessian() {
     hessian_.allocate(num_parameters(), std::size_t(num_parameters()) + Slot::size, aggregation_,
-                      workers_, detail::bins_in_use(reduction_));
+                      workers_);
   }
 
-  // Whether this evaluation sums into integer bins: a binned reduction
-  // that uses them now, with no robust combination of workers (which needs
-  // each worker's rounded sum).
-  bool uses_bins() const {
-    return Workers::sums_workers(reduction_) && !detail::combines_robustly(gradient_) &&
-           !detail::combines_robustly(aggregation_);
+  // The gradient policy's workspace, and the layer-wise path's panels
+  // where the step takes it.
+  std::size_t workspace_size() const {
+    return gradient_.workspace_size(num_parameters()) +
+           (layerwise() ? detail::layerwise_workspace_size(model_) : 0);
   }
 
   ExecutionSpace space_;
@@ -467,17 +400,14 @@ class Step {
   Gradient gradient_;
   Reduction reduction_;
   Aggregation aggregation_;
-  parameters_view sums_;         // P sums, then the slots of detail::StepSlot
+  detail::StepMessage<Scalar, memory_space> message_;  // P sums, then detail::StepSlot's
   parameters_view gradient_view_;
-  parameters_view accumulated_;  // gradient accumulation: P sums and the loss
-  parameters_view work_;         // the gradient policy's workspace
+  parameters_view work_;  // the gradient policy's workspace
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_norms_;
-  Kokkos::View<Scalar*, Kokkos::HostSpace> host_read_;   // the message's slots
-  Kokkos::View<Scalar*, Kokkos::HostSpace> host_write_;  // those after the loss
   Kokkos::View<Scalar*, Kokkos::HostSpace> host_vector_;
   state_view state_;
   Workers workers_;
-  detail::WatchedWorkers<Scalar, memory_space> stats_;
+  detail::LocalSums<Scalar, memory_space> local_;  // this worker's sums, the worker watch
   detail::HessianSums<Scalar, memory_space> hessian_;
   detail::DataCheck check_data_;
   std::int64_t skipped_ = 0;

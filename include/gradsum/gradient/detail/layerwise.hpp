@@ -18,8 +18,8 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/model_members.hpp>
 #include <gradsum/core/requirements.hpp>
-#include <gradsum/gradient/detail/model_members.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/linalg/gemm.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
@@ -34,77 +34,6 @@
 
 namespace gradsum {
 namespace detail {
-
-/// Whether a model describes dense layers for the layer-wise path
-/// (`dense_layers()` and a `layerwise` switch, declared with its forward
-/// and backward).
-template <class M, class = void>
-struct has_dense_layers : std::false_type {};
-template <class M>
-struct has_dense_layers<M, std::void_t<decltype(std::declval<const M&>().dense_layers()),
-                                       decltype(bool(std::declval<const M&>().layerwise))>>
-    : declares_model_with<M, decltype(&M::dense_layers)> {};
-
-/// Whether a model has per-sample limits it may exceed
-/// (`within_per_sample_limits()`, MLP).
-template <class M, class = void>
-struct has_per_sample_limits : std::false_type {};
-template <class M>
-struct has_per_sample_limits<
-    M, std::void_t<decltype(bool(std::declval<const M&>().within_per_sample_limits()))>>
-    : std::true_type {};
-template <class M>
-bool within_per_sample_limits(const M& model) {
-  if constexpr (has_per_sample_limits<M>::value) return model.within_per_sample_limits();
-  else return true;
-}
-/// What the per-sample limits are and where `model` exceeds them.
-template <class M>
-std::string per_sample_limits(const M& model) {
-  if constexpr (has_per_sample_limits<M>::value) return model.per_sample_limits();
-  else return {};
-}
-
-/// Whether a reduction adds plainly, as the layer-wise path does: Sum, and
-/// a reduction chosen at run time while it is the sum (`bool plain() const`).
-template <class R, class = void>
-struct has_plain_switch : std::false_type {};
-template <class R>
-struct has_plain_switch<R, std::void_t<decltype(bool(std::declval<const R&>().plain()))>>
-    : std::true_type {};
-template <class R, class = void>
-struct is_plain_reduction : std::false_type {};
-template <class R>
-struct is_plain_reduction<R, std::enable_if_t<R::plain>> : std::true_type {};
-template <class R>
-bool sums_plainly(const R& reduction) {
-  if constexpr (has_plain_switch<R>::value) return reduction.plain();
-  else return is_plain_reduction<R>::value;
-}
-
-/// Whether a model's batched per-sample path is the faster one on host
-/// spaces (`bool prefers_blocks_on_host() const`; Softmax with few classes).
-template <class M, class = void>
-struct has_host_block_preference : std::false_type {};
-template <class M>
-struct has_host_block_preference<
-    M, std::void_t<decltype(bool(std::declval<const M&>().prefers_blocks_on_host()))>>
-    : std::true_type {};
-
-/// Whether `model` takes the layer-wise path with `reduction` on `Space`.
-template <class Space, class Model, class Reduction>
-bool takes_layerwise_path(const Model& model, const Reduction& reduction) {
-  if constexpr (has_dense_layers<Model>::value) {
-    if (!model.layerwise || !sums_plainly(reduction)) return false;
-    if constexpr (has_host_block_preference<Model>::value &&
-                  Kokkos::SpaceAccessibility<Kokkos::HostSpace,
-                                             typename Space::memory_space>::accessible)
-      return !model.prefers_blocks_on_host();
-    return true;
-  } else {
-    return false;
-  }
-}
 
 /// Scalars of workspace per panel row (input with its column of ones,
 /// every layer's outputs, two deltas of the widest layer, a one), and
@@ -128,16 +57,16 @@ std::int64_t layerwise_panel_rows(const Layers& layers) {
   return rows;
 }
 
-/// The workspace a step on `Space` allocates for the layer-wise path of
-/// `model` with `reduction` (0 where the path does not apply).
-template <class Space, class Model, class Reduction>
-std::size_t layerwise_workspace_size(const Model& model, const Reduction& reduction) {
+/// The workspace a step allocates for the layer-wise path of `model`
+/// (0 for a model without dense layers).
+template <class Model>
+std::size_t layerwise_workspace_size(const Model& model) {
   if constexpr (has_dense_layers<Model>::value) {
-    if (!takes_layerwise_path<Space>(model, reduction)) return 0;
     const auto layers = model.dense_layers();
     return std::size_t(layerwise_panel_rows(layers)) * layerwise_row_scalars(layers) +
            layerwise_fixed_scalars;
   } else {
+    (void)model;
     return 0;
   }
 }

@@ -7,7 +7,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
-#include <gradsum/core/limits.hpp>
+#include <gradsum/core/model_members.hpp>
 #include <gradsum/core/requirements.hpp>
 #include <gradsum/gradient/analytic.hpp>
 #include <gradsum/train/objective.hpp>
@@ -47,15 +47,14 @@ class HessianSums {
 
   /// Buffers for `P` parameters; the aggregation's message grows to the
   /// Hessian's or `step_message` values, whichever is larger, and
-  /// `workers` reserves bins for P^2 coordinates when `bins`.
+  /// `workers` reserves room for P^2 coordinates.
   template <class Aggregation, class Workers>
-  void allocate(int P, std::size_t step_message, Aggregation& aggregation, Workers& workers,
-                bool bins) {
+  void allocate(int P, std::size_t step_message, Aggregation& aggregation, Workers& workers) {
     const std::size_t PP = std::size_t(P) * std::size_t(P);
     sums_ = Kokkos::View<Scalar*, Memory>("gradsum::step::hessian", PP + slots);
     host_ = Kokkos::create_mirror_view(Kokkos::HostSpace(), sums_);
     host_tail_ = Kokkos::View<Scalar[slots], Kokkos::HostSpace>("gradsum::step::hessian_tail");
-    if (bins) workers.reserve(PP);
+    workers.reserve(PP);
     aggregation.template allocate<Scalar, Memory>(PP + slots > step_message ? PP + slots
                                                                             : step_message);
   }

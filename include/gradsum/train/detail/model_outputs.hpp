@@ -7,7 +7,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
-#include <gradsum/core/limits.hpp>
+#include <gradsum/core/model_members.hpp>
 #include <gradsum/gradient/detail/layerwise.hpp>
 
 #include <cstdint>
@@ -75,7 +75,7 @@ Value reduce_outputs(const Space& space, const Model& model, const Theta& theta,
                      const F& f, const char* who, const char* label) {
   using Scalar = typename Theta::non_const_value_type;
   if constexpr (has_dense_layers<Model>::value)
-    if (!within_per_sample_limits(model))
+    if (!per_sample_limits(model).empty())
       return layerwise_reduce_outputs<Value>(space, model, theta, x, f, who, label);
   Value total{};
   Kokkos::parallel_reduce(

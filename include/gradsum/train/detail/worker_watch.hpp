@@ -38,7 +38,9 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/reduction/sum.hpp>
-#include <gradsum/train/detail/step_sums.hpp>
+#include <gradsum/train/detail/step_checks.hpp>
+#include <gradsum/train/detail/step_message.hpp>
+#include <gradsum/train/detail/worker_statistics.hpp>
 #include <gradsum/train/objective.hpp>
 
 #include <algorithm>
@@ -86,20 +88,6 @@ inline std::vector<double> outlier_ratios(const std::vector<double>& b,
     ratio[w] = typical > 0 ? z[w] / typical : (z[w] > 0 ? HUGE_VAL : 0.0);
   }
   return ratio;
-}
-
-/// The checks of Step::watch_workers: `parts_per_rank` in [0, 2^20] (done
-/// by measure_workers), at least three workers in all, and a threshold
-/// above 1. The same on every rank for the same arguments.
-inline void check_watch_workers(int parts_per_rank, int ranks, double threshold) {
-  if (parts_per_rank > 0 && std::int64_t(parts_per_rank) * ranks < 3)
-    fail("gradsum::Step::watch_workers: naming an outlier needs at least 3 workers "
-         "(parts_per_rank x ranks), got ", parts_per_rank, " x ", ranks, " = ",
-         std::int64_t(parts_per_rank) * ranks,
-         "; with two, each is as far from the other and neither can be named");
-  if (!(threshold > 1) || !std::isfinite(threshold))
-    fail("gradsum::Step::watch_workers: threshold must be finite and above 1 (a ratio "
-         "to the typical worker's distance), got ", threshold);
 }
 
 /// Adds term j of ||sums||^2, sums . u and ||u||^2 into acc[0 … 2], in
@@ -173,18 +161,21 @@ class WatchedWorkers : public WorkerStatistics<Scalar> {
     u2_ = dots[2];
     Base::add(space, sums, P, b, dots[0]);
   }
-  /// This rank's share of the watch's slots (message_slots() values):
-  /// its workers' numbers at their place, zero elsewhere, so that the
-  /// step's sum of the message gives every rank every worker's.
-  template <class Put>
-  void put(Put&& put_slot) const {
+  /// Base::put, then this rank's share of the watch's slots after
+  /// StepSlot::size (message_slots() values): its workers' numbers at their
+  /// place, zero elsewhere, so that the step's sum of the message gives
+  /// every rank every worker's.
+  template <class Message>
+  void put(const Message& message) const {
+    Base::put(message);
     if (slots_ == 0) return;
-    for (int s = 0; s < message_slots(); ++s) put_slot(s, 0.0);
+    const int at = StepSlot::size;
+    for (int s = 0; s < message_slots(); ++s) message.put(at + s, 0.0);
     for (std::size_t v = 0; v < values_.size(); ++v)
-      put_slot(3 * rank_ * slots_ + int(v), values_[v]);
+      message.put(at + 3 * rank_ * slots_ + int(v), values_[v]);
     // Rank 0's ||u||^2 alone, so that every rank scores the same numbers.
-    if (rank_ == 0) put_slot(3 * workers_, u2_);
-    put_slot(3 * workers_ + 1, local_ > slots_ ? 1 : 0);
+    if (rank_ == 0) message.put(at + 3 * workers_, u2_);
+    message.put(at + 3 * workers_ + 1, local_ > slots_ ? 1 : 0);
   }
 
   /// Base::finish, then (watching) the outlier ratios from the aggregated
