@@ -139,8 +139,6 @@ int run_program(const char* program, int rank, int ranks, Body&& body, AbortJob&
 }
 
 using gradsum::concat;
-using gradsum::fail;
-using gradsum::fail_agreed;
 }  // namespace detail
 
 }  // namespace gradsum

@@ -148,7 +148,7 @@ class OutputFile {
     va_start(args, format);
     const int n = std::vsnprintf(small, sizeof small, format, args);
     va_end(args);
-    if (n < 0) detail::fail(who_, ": formatting a line for '", path_, "' failed");
+    if (n < 0) fail(who_, ": formatting a line for '", path_, "' failed");
     if (std::size_t(n) < sizeof small) return write(small, std::size_t(n));
     std::string large(std::size_t(n) + 1, '\0');
     va_start(args, format);
@@ -196,7 +196,7 @@ class OutputFile {
       if (::fsync(folder_fd_) != 0 && errno != EINVAL && errno != ENOTSUP) {
         const int e = errno;
         close_all();
-        detail::fail(who_, ": '", path_, "' holds the new content, but syncing its folder '",
+        fail(who_, ": '", path_, "' holds the new content, but syncing its folder '",
                      folder_, "' to the disk failed: ", std::strerror(e),
                      "; a crash now may bring back the old file");
       }
@@ -232,7 +232,7 @@ class OutputFile {
     if (path_.empty()) fail_open("an empty file name");
     if (path_ == "-") {
       if (!options.standard_output)
-        detail::fail(who_, ": '-' (standard output) cannot hold this file; name a file");
+        fail(who_, ": '-' (standard output) cannot hold this file; name a file");
       kind_ = Kind::standard_output;
       fd_ = STDOUT_FILENO;
       return;
@@ -269,7 +269,7 @@ class OutputFile {
   // Closes what is open, then throws.
   [[noreturn]] void fail_open(const std::string& reason) {
     close_all();
-    detail::fail(who_, ": cannot write '", path_, "': ", reason);
+    fail(who_, ": cannot write '", path_, "': ", reason);
   }
   // A folder on the way to `spelled` (the path or a link's text) is missing
   // or may not be searched.
@@ -285,14 +285,14 @@ class OutputFile {
     const char* left =
         kind_ == Kind::replace ? "the file is as it was" : "the output is incomplete";
     if (doing.empty())
-      detail::fail(who_, ": writing '", path_, "' failed after ", written_, " bytes: ",
+      fail(who_, ": writing '", path_, "' failed after ", written_, " bytes: ",
                    std::strerror(e), "; ", left);
-    detail::fail(who_, ": writing '", path_, "' failed: ", doing, ": ", std::strerror(e), "; ",
+    fail(who_, ": writing '", path_, "' failed: ", doing, ": ", std::strerror(e), "; ",
                  left);
   }
   void check_open() const {
     if (committed_ || fd_ < 0)
-      detail::fail(who_, ": '", path_, "' is already closed (committed or failed)");
+      fail(who_, ": '", path_, "' is already closed (committed or failed)");
   }
 
   void open_in_place() {

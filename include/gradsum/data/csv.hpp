@@ -449,7 +449,7 @@ class CsvReader {
 
 inline double Table::feature(std::size_t i, std::size_t j) const {
   if (i >= num_rows || j >= num_features)
-    detail::fail("gradsum::Table::feature: index (", i, ", ", j,
+    fail("gradsum::Table::feature: index (", i, ", ", j,
                  ") is out of range for a table of ", num_rows, " rows and ",
                  num_features, " features");
   return features[i * num_features + j];

@@ -143,7 +143,7 @@ class Dataset {
   Dataset(const X& features, const Y& targets)
       : x_(checked_features(features)), y_(checked_targets(targets)) {
     if (x_.extent(0) != y_.extent(0))
-      detail::fail("gradsum::Dataset: features have ", x_.extent(0),
+      fail("gradsum::Dataset: features have ", x_.extent(0),
                    " rows but targets have ", y_.extent(0));
   }
 
@@ -160,11 +160,11 @@ class Dataset {
     static_assert(detail::AcceptsFeaturesLayout<typename Table::array_layout>::value, "");
     const std::int64_t c = std::int64_t(table.extent(1));
     if (target_column < 0 || target_column >= c)
-      detail::fail("gradsum::Dataset::from_table: target_column is ", target_column,
+      fail("gradsum::Dataset::from_table: target_column is ", target_column,
                    "; expected a column of the table, 0 to ", c - 1, " (it has ", c,
                    " columns)");
     if (target_column != 0 && target_column != c - 1)
-      detail::fail("gradsum::Dataset::from_table: target_column ", target_column,
+      fail("gradsum::Dataset::from_table: target_column ", target_column,
                    " lies between feature columns of the ", c,
                    "-column table, so a row's features are not contiguous; put the target "
                    "first (0) or last (", c - 1, "), or copy with Dataset::copy_from");
@@ -185,7 +185,7 @@ class Dataset {
     static_assert(Kokkos::is_view<Y>::value && int(Y::rank) == 1,
                   "gradsum::Dataset::copy_from: targets must be a rank-1 Kokkos View (n)");
     if (features.extent(0) != targets.extent(0))
-      detail::fail("gradsum::Dataset::copy_from: features have ", features.extent(0),
+      fail("gradsum::Dataset::copy_from: features have ", features.extent(0),
                    " rows but targets have ", targets.extent(0));
     return Dataset(
         detail::copy_as_layout_right<Scalar, MemorySpace>(features, "gradsum::data::features"),
@@ -198,14 +198,14 @@ class Dataset {
                            const std::vector<double>& features,
                            const std::vector<double>& targets) {
     if (num_samples < 0 || num_features < 0)
-      detail::fail("gradsum::Dataset::from_host: negative shape ",
+      fail("gradsum::Dataset::from_host: negative shape ",
                    num_samples, " x ", num_features);
     if (features.size() != std::size_t(num_samples) * std::size_t(num_features))
-      detail::fail("gradsum::Dataset::from_host: expected ",
+      fail("gradsum::Dataset::from_host: expected ",
                    num_samples * num_features, " feature values (", num_samples,
                    " x ", num_features, "), got ", features.size());
     if (targets.size() != std::size_t(num_samples))
-      detail::fail("gradsum::Dataset::from_host: expected ", num_samples,
+      fail("gradsum::Dataset::from_host: expected ", num_samples,
                    " targets, got ", targets.size());
     Kokkos::View<Scalar**, Kokkos::LayoutRight, MemorySpace> x(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::data::features"), num_samples,
@@ -244,10 +244,10 @@ class Dataset {
     static_assert(detail::AcceptsFeaturesLayout<typename X::array_layout>::value, "");
     if constexpr (std::is_same<typename X::array_layout, Kokkos::LayoutStride>::value) {
       if (strided && x.extent(1) > 1 && x.stride(1) != 1)
-        detail::fail("gradsum::Dataset: features have column stride ", x.stride(1),
+        fail("gradsum::Dataset: features have column stride ", x.stride(1),
                      ", so a row is not contiguous; expected 1: use Dataset::copy_from");
       if (!strided && (x.stride(1) != 1 || x.stride(0) != x.extent(1)))
-        detail::fail("gradsum::Dataset: features have strides (", x.stride(0), ", ",
+        fail("gradsum::Dataset: features have strides (", x.stride(0), ", ",
                      x.stride(1), "), not those of a LayoutRight ", x.extent(0), " x ",
                      x.extent(1), " View (", x.extent(1),
                      ", 1): use Dataset<Scalar, Memory, Kokkos::LayoutStride>, or "
@@ -260,7 +260,7 @@ class Dataset {
     static_assert(detail::AcceptsView<Y, 1, Scalar, MemorySpace>::value, "");
     if constexpr (std::is_same<typename Y::array_layout, Kokkos::LayoutStride>::value)
       if (!strided && y.stride(0) != 1)
-        detail::fail("gradsum::Dataset: targets have stride ", y.stride(0),
+        fail("gradsum::Dataset: targets have stride ", y.stride(0),
                      "; a LayoutRight Dataset holds contiguous targets: use Dataset<Scalar, "
                      "Memory, Kokkos::LayoutStride>, or `gradsum::Dataset data(x, y)` to "
                      "deduce it, or Dataset::from_table");

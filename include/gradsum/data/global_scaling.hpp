@@ -35,14 +35,14 @@ StandardScaler fit_global_scaler(const Table& mine, Aggregation& aggregation) {
   const Host host;
   const std::size_t n = mine.num_rows, d = mine.num_features;
   if (mine.features.size() != n * d)
-    detail::fail("gradsum::fit_global_scaler: table '", mine.source, "' holds ",
+    fail("gradsum::fit_global_scaler: table '", mine.source, "' holds ",
                  mine.features.size(), " feature values for ", n, " rows of ", d, " features");
   Buffer width("gradsum::scaling::width", 2);
   width(0) = double(d);
   width(1) = -double(d);
   aggregation.aggregate_max(host, width);
   if (width(0) != -width(1))
-    detail::fail("gradsum::fit_global_scaler: the ranks' tables have between ", -width(1),
+    fail("gradsum::fit_global_scaler: the ranks' tables have between ", -width(1),
                  " and ", width(0), " features; every rank must hold the same columns");
   const double lowest = -std::numeric_limits<double>::infinity();
   Buffer range("gradsum::scaling::range", 2 * d);
@@ -62,7 +62,7 @@ StandardScaler fit_global_scaler(const Table& mine, Aggregation& aggregation) {
   aggregation.aggregate(host, sums);
   const double count = sums(d);
   if (!(count > 0))
-    detail::fail("gradsum::fit_global_scaler: no rank holds a row (expected at least one)");
+    fail("gradsum::fit_global_scaler: no rank holds a row (expected at least one)");
 
   StandardScaler scaler;
   scaler.mean.resize(d);

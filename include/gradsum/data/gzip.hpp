@@ -139,7 +139,7 @@ inline std::string read_text_file(const std::string& path,
   std::streamsize n = 0;
   while ((n = in.sgetn(chunk, sizeof chunk)) > 0) {
     if (text.size() + std::size_t(n) > max_bytes)
-      detail::fail(path, ": the text exceeds ", max_bytes, " bytes (after decompression); "
+      fail(path, ": the text exceeds ", max_bytes, " bytes (after decompression); "
                    "read_text_file's max_bytes bounds it: raise it to read a longer text");
     text.append(chunk, std::size_t(n));
   }

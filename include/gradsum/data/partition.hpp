@@ -15,9 +15,9 @@ namespace gradsum {
 /// (2 rows over 4 parts: 1, 1, 0, 0). The parts cover the rows in order.
 inline RowRange partition(const RowRange& rows, int parts, int part) {
   if (parts < 1)
-    detail::fail("gradsum::partition: parts must be at least 1, got ", parts);
+    fail("gradsum::partition: parts must be at least 1, got ", parts);
   if (part < 0 || part >= parts)
-    detail::fail("gradsum::partition: part must be in [0, ", parts, "), got ",
+    fail("gradsum::partition: part must be in [0, ", parts, "), got ",
                  part);
   const std::int64_t n = rows.size();
   const std::int64_t base = n / parts;

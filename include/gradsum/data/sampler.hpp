@@ -65,10 +65,10 @@ class MiniBatchSampler {
                std::size_t(num_samples < 0 ? 0 : num_samples)),
         host_order_(std::size_t(num_samples < 0 ? 0 : num_samples)) {
     if (num_samples < 0)
-      detail::fail("gradsum::MiniBatchSampler: num_samples must be >= 0, got ",
+      fail("gradsum::MiniBatchSampler: num_samples must be >= 0, got ",
                    num_samples);
     if (batch_size < 0)
-      detail::fail("gradsum::MiniBatchSampler: batch_size must be >= 0 "
+      fail("gradsum::MiniBatchSampler: batch_size must be >= 0 "
                    "(0 = full batch), got ",
                    batch_size);
     shuffle(0);
@@ -102,7 +102,7 @@ class MiniBatchSampler {
   /// Mini-batch `b` of the current epoch.
   RowList<MemorySpace> batch(std::int64_t b) const {
     if (b < 0 || b >= num_batches())
-      detail::fail("gradsum::MiniBatchSampler::batch: batch index must be in "
+      fail("gradsum::MiniBatchSampler::batch: batch index must be in "
                    "[0, ",
                    num_batches(), "), got ", b);
     const std::int64_t begin = b * batch_;

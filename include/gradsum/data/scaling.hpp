@@ -64,7 +64,7 @@ inline void check_table_storage(const char* function, const Table& table) {
 inline StandardScaler StandardScaler::fit(const Table& table) {
   constexpr const char* function = "gradsum::StandardScaler::fit";
   if (table.num_rows == 0)
-    detail::fail(function, ": table '", table.source,
+    fail(function, ": table '", table.source,
                  "' has no rows (expected at least one)");
   detail::check_table_storage(function, table);
 
@@ -157,10 +157,10 @@ inline void StandardScaler::validate(const char* function) const {
   detail::check_scaler_sizes(function, *this);
   for (std::size_t j = 0; j < mean.size(); ++j) {
     if (!std::isfinite(mean[j]))
-      detail::fail(function, ": ", detail::scaler_name(*this), " has mean ", mean[j],
+      fail(function, ": ", detail::scaler_name(*this), " has mean ", mean[j],
                    " for feature ", j, ", expected a finite number");
     if (!(scale[j] > 0) || !std::isfinite(scale[j]))
-      detail::fail(function, ": ", detail::scaler_name(*this), " has scale ", scale[j],
+      fail(function, ": ", detail::scaler_name(*this), " has scale ", scale[j],
                    " for feature ", j, ", expected a positive finite number");
   }
 }
@@ -169,7 +169,7 @@ inline void StandardScaler::transform(Table& table) const {
   constexpr const char* function = "gradsum::StandardScaler::transform";
   detail::check_scaler_sizes(function, *this);
   if (table.num_features != mean.size())
-    detail::fail(function, ": table '", table.source, "' has ",
+    fail(function, ": table '", table.source, "' has ",
                  table.num_features, " features, but ", detail::scaler_name(*this),
                  " was fit on ", mean.size(), " features");
   detail::check_table_storage(function, table);

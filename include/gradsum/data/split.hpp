@@ -25,15 +25,15 @@ inline std::pair<Table, Table> train_test_split(const Table& table, double test_
                                                 std::uint64_t seed) {
   const std::size_t n = table.num_rows, d = table.num_features;
   if (!(test_fraction >= 0 && test_fraction < 1))
-    detail::fail("gradsum::train_test_split: test_fraction must be in [0, 1), got ",
+    fail("gradsum::train_test_split: test_fraction must be in [0, 1), got ",
                  test_fraction);
   if (table.features.size() != n * d || table.targets.size() != n)
-    detail::fail("gradsum::train_test_split: table '", table.source, "' holds ",
+    fail("gradsum::train_test_split: table '", table.source, "' holds ",
                  table.features.size(), " features and ", table.targets.size(),
                  " targets for ", n, " rows of ", d, " features");
   const auto test_rows = std::size_t(std::llround(test_fraction * double(n)));
   if (test_fraction > 0 && (test_rows == 0 || test_rows == n))
-    detail::fail("gradsum::train_test_split: a test fraction of ", test_fraction, " of ", n,
+    fail("gradsum::train_test_split: a test fraction of ", test_fraction, " of ", n,
                  " rows leaves ", test_rows, " test rows and ", n - test_rows,
                  " training rows; both must be non-empty");
   std::vector<std::size_t> order(n);

@@ -51,19 +51,19 @@ struct CheckModelOptions {
 
   /// Throws gradsum::Error naming the first knob out of range.
   void validate() const {
-    if (points < 1) detail::fail("gradsum::check_model: points must be >= 1, got ", points);
-    if (rows < 1) detail::fail("gradsum::check_model: rows must be >= 1, got ", rows);
-    if (max_full < 0) detail::fail("gradsum::check_model: max_full must be >= 0, got ", max_full);
-    if (sampled < 1) detail::fail("gradsum::check_model: sampled must be >= 1, got ", sampled);
+    if (points < 1) fail("gradsum::check_model: points must be >= 1, got ", points);
+    if (rows < 1) fail("gradsum::check_model: rows must be >= 1, got ", rows);
+    if (max_full < 0) fail("gradsum::check_model: max_full must be >= 0, got ", max_full);
+    if (sampled < 1) fail("gradsum::check_model: sampled must be >= 1, got ", sampled);
     if (!(theta_scale > 0) || !std::isfinite(theta_scale))
-      detail::fail("gradsum::check_model: theta_scale must be finite and > 0, got ", theta_scale);
+      fail("gradsum::check_model: theta_scale must be finite and > 0, got ", theta_scale);
     if (!(x_scale > 0) || !std::isfinite(x_scale))
-      detail::fail("gradsum::check_model: x_scale must be finite and > 0, got ", x_scale);
+      fail("gradsum::check_model: x_scale must be finite and > 0, got ", x_scale);
     if (!(step >= 0) || !std::isfinite(step))
-      detail::fail("gradsum::check_model: step must be finite and >= 0 (0: the default), got ",
+      fail("gradsum::check_model: step must be finite and >= 0 (0: the default), got ",
                    step);
     if (!(tolerance >= 0) || !std::isfinite(tolerance))
-      detail::fail("gradsum::check_model: tolerance must be finite and >= 0 (0: the default), "
+      fail("gradsum::check_model: tolerance must be finite and >= 0 (0: the default), "
                    "got ", tolerance);
   }
 };
@@ -410,25 +410,25 @@ GradientReport check_model(const ExecutionSpace& space, const Model& model, cons
   options.validate();
   const int k = model.num_outputs();
   if (model.num_parameters() < 1)
-    detail::fail("gradsum::check_model: model ", model.name(), " has ", model.num_parameters(),
+    fail("gradsum::check_model: model ", model.name(), " has ", model.num_parameters(),
                  " parameters; expected at least 1");
   if (k < 1 || k > detail::output_capacity<Model>::value)
-    detail::fail("gradsum::check_model: model ", model.name(), " has ", k,
+    fail("gradsum::check_model: model ", model.name(), " has ", k,
                  " outputs; expected 1 to ", detail::output_capacity<Model>::value,
                  " (Model::output_capacity, else GRADSUM_MAX_OUTPUTS)");
   if (!loss.supports_outputs(k))
-    detail::fail("gradsum::check_model: loss ", loss.name(), " cannot take a model with ", k,
+    fail("gradsum::check_model: loss ", loss.name(), " cannot take a model with ", k,
                  " output(s) (model ", model.name(), ")");
   if (data.num_features() != model.num_features())
-    detail::fail("gradsum::check_model: data has ", data.num_features(), " features but model ",
+    fail("gradsum::check_model: data has ", data.num_features(), " features but model ",
                  model.name(), " expects ", model.num_features());
   const std::int64_t n = data.num_samples();
-  if (n < 1) detail::fail("gradsum::check_model: data has no rows; expected at least 1");
+  if (n < 1) fail("gradsum::check_model: data has no rows; expected at least 1");
   const auto rows = detail::draw_rows(n, std::min(n, options.rows), options.seed);
   const auto targets = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), data.targets());
   for (std::int64_t i : rows)
     if (!loss.is_valid_target(targets(i), k))
-      detail::fail("gradsum::check_model: target ", targets(i), " of row ", i,
+      fail("gradsum::check_model: target ", targets(i), " of row ", i,
                    " is not valid for loss ", loss.name(), " with ", k, " output(s)");
   using X = std::decay_t<decltype(data.features())>;
   using Y = std::decay_t<decltype(data.targets())>;
@@ -449,7 +449,7 @@ GradientReport check_model(const ExecutionSpace& space, const Model& model, cons
   options.validate();
   const int d = model.num_features(), k = model.num_outputs();
   if (!loss.supports_outputs(k))  // before drawing targets for it
-    detail::fail("gradsum::check_model: loss ", loss.name(), " cannot take a model with ", k,
+    fail("gradsum::check_model: loss ", loss.name(), " cannot take a model with ", k,
                  " output(s) (model ", model.name(), ")");
   detail::SplitMix64 rng(options.seed ^ 0xa4093822299f31d0ULL);
   std::vector<double> x(std::size_t(options.rows) * std::size_t(d > 0 ? d : 0)), y;
@@ -460,7 +460,7 @@ GradientReport check_model(const ExecutionSpace& space, const Model& model, cons
     if (loss.is_valid_target(Scalar(real), k)) y.push_back(real);
     else if (loss.is_valid_target(Scalar(label), k)) y.push_back(label);
     else
-      detail::fail("gradsum::check_model: loss ", loss.name(), " accepts neither target ", real,
+      fail("gradsum::check_model: loss ", loss.name(), " accepts neither target ", real,
                    " nor ", label, " for ", k, " output(s); pass data with valid targets");
   }
   const auto data = Dataset<Scalar, typename ExecutionSpace::memory_space>::from_host(

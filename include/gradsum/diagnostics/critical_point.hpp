@@ -46,7 +46,7 @@ struct Curvature {
 /// curvature from positive and negative.
 inline CriticalPoint classify(const Curvature& c, double tolerance) {
   if (!(tolerance >= 0))
-    detail::fail("gradsum::classify: tolerance must be >= 0, got ", tolerance);
+    fail("gradsum::classify: tolerance must be >= 0, got ", tolerance);
   const bool down = c.min_eigenvalue < -tolerance, up = c.max_eigenvalue > tolerance;
   if (down && up) return CriticalPoint::saddle;
   if (up) return CriticalPoint::minimum;
@@ -61,7 +61,7 @@ inline CriticalPoint classify(const Curvature& c, double tolerance) {
 /// n x n or not symmetric.
 inline std::vector<double> symmetric_eigenvalues(std::vector<double> A, int n) {
   if (n < 0 || A.size() != std::size_t(n) * std::size_t(n))
-    detail::fail("gradsum::symmetric_eigenvalues: expected ", n, " x ", n,
+    fail("gradsum::symmetric_eigenvalues: expected ", n, " x ", n,
                  " values, got ", A.size());
   auto at = [&](int i, int j) -> double& { return A[std::size_t(i) * std::size_t(n) + j]; };
   double scale = 0;
@@ -69,7 +69,7 @@ inline std::vector<double> symmetric_eigenvalues(std::vector<double> A, int n) {
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j)
       if (std::fabs(at(i, j) - at(j, i)) > 1e-8 * std::max(scale, 1e-300))
-        detail::fail("gradsum::symmetric_eigenvalues: the matrix is not symmetric "
+        fail("gradsum::symmetric_eigenvalues: the matrix is not symmetric "
                      "(entry (", i, ", ", j, ") is ", at(i, j), ", entry (", j, ", ", i, ") is ",
                      at(j, i), ")");
   for (int sweep = 0; sweep < 100; ++sweep) {
@@ -122,9 +122,9 @@ inline Curvature curvature_from_hessian(const std::vector<double>& H, int P) {
 /// products and O(P steps^2) host work.
 template <class Product>
 Curvature curvature_lanczos(Product&& product, int P, int steps = 30, std::uint64_t seed = 1) {
-  if (P < 1) detail::fail("gradsum::curvature_lanczos: P must be >= 1, got ", P);
+  if (P < 1) fail("gradsum::curvature_lanczos: P must be >= 1, got ", P);
   if (steps < 1)
-    detail::fail("gradsum::curvature_lanczos: steps must be >= 1, got ", steps);
+    fail("gradsum::curvature_lanczos: steps must be >= 1, got ", steps);
   const int m = std::min(steps, P);
   std::vector<std::vector<double>> Q;
   std::vector<double> alpha, beta;
@@ -178,7 +178,7 @@ Curvature curvature_lanczos(Product&& product, int P, int steps = 30, std::uint6
 /// Computation 6(1), 1994, sec. 2). Two gradient evaluations per product.
 template <class Gradient>
 auto finite_difference_product(Gradient&& gradient, std::vector<double> x, double h = 1e-4) {
-  if (!(h > 0)) detail::fail("gradsum::finite_difference_product: h must be > 0, got ", h);
+  if (!(h > 0)) fail("gradsum::finite_difference_product: h must be > 0, got ", h);
   return [gradient, x = std::move(x), h](const std::vector<double>& v, std::vector<double>& out) mutable {
     const std::size_t P = x.size();
     std::vector<double> point(P), plus(P), minus(P);

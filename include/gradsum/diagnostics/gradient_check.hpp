@@ -23,7 +23,7 @@ double relative_error(const ViewA& a, const ViewB& b) {
   auto ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
   auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
   if (ha.extent(0) != hb.extent(0))
-    detail::fail("gradsum::relative_error: lengths differ (", ha.extent(0),
+    fail("gradsum::relative_error: lengths differ (", ha.extent(0),
                  " vs ", hb.extent(0), ")");
   double diff = 0, na = 0, nb = 0;
   for (std::size_t j = 0; j < ha.extent(0); ++j) {
@@ -107,10 +107,10 @@ GradientReport gradient_check_sampled(const ExecutionSpace& space, const Model& 
   const std::int64_t n = data.num_samples();
   const int P = model.num_parameters();
   if (num_samples < 1 || num_samples > n)
-    detail::fail("gradsum::gradient_check_sampled: num_samples must be in [1, ", n,
+    fail("gradsum::gradient_check_sampled: num_samples must be in [1, ", n,
                  "] (the rows of the data), got ", num_samples);
   if (num_coordinates < 1 || num_coordinates > P)
-    detail::fail("gradsum::gradient_check_sampled: num_coordinates must be in [1, ", P,
+    fail("gradsum::gradient_check_sampled: num_coordinates must be in [1, ", P,
                  "] (the model's parameters), got ", num_coordinates);
   fd.validate();
   auto rows = detail::draw_rows(n, num_samples, seed);

@@ -53,7 +53,7 @@ std::vector<LayerNorms> layer_norms(const MLP& model, const Theta& theta,
                                     const Gradient& gradient) {
   const std::int64_t P = model.num_parameters();
   if (std::int64_t(theta.extent(0)) != P || std::int64_t(gradient.extent(0)) != P)
-    detail::fail("gradsum::layer_norms: theta has ", theta.extent(0),
+    fail("gradsum::layer_norms: theta has ", theta.extent(0),
                  " and the gradient ", gradient.extent(0), " entries; the network has ", P,
                  " parameters");
   auto t = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), theta);
@@ -141,7 +141,7 @@ template <class Theta>
 std::vector<SymmetricGroup> symmetric_units(const MLP& model, const Theta& theta,
                                             double tolerance = 0) {
   if (std::int64_t(theta.extent(0)) != model.num_parameters())
-    detail::fail("gradsum::symmetric_units: theta has ", theta.extent(0),
+    fail("gradsum::symmetric_units: theta has ", theta.extent(0),
                  " entries; the network has ", model.num_parameters(), " parameters");
   auto t = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), theta);
   std::vector<SymmetricGroup> groups;

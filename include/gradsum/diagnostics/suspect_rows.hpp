@@ -78,9 +78,9 @@ inline std::vector<Suspect> top_suspects(std::vector<Suspect> all, std::int64_t 
 
 /// Refuses k < 1 or k beyond the `rows` to rank, naming `who`.
 inline void check_count(const char* who, std::int64_t k, std::int64_t rows, const char* where) {
-  if (k < 1) gradsum::detail::fail(who, ": k (suspects wanted) must be >= 1, got ", k);
+  if (k < 1) fail(who, ": k (suspects wanted) must be >= 1, got ", k);
   if (k > rows)
-    gradsum::detail::fail(who, ": k (suspects wanted) is ", k, " but ", where, " hold", 
+    fail(who, ": k (suspects wanted) is ", k, " but ", where, " hold", 
                           rows == 1 ? "s " : " ", rows, " row", rows == 1 ? "" : "s",
                           "; ask for at most ", rows);
 }
@@ -117,7 +117,7 @@ class MarginHistory : public Callback {
                   "derivative(z, k, y, dz)");
     const char* who = "gradsum::MarginHistory";
     if (rows.begin < 0 || rows.end < rows.begin || rows.end > data.num_samples())
-      gradsum::detail::fail(who, ": rows [", rows.begin, ", ", rows.end,
+      fail(who, ": rows [", rows.begin, ", ", rows.end,
                             ") are not within the data's ", data.num_samples(), " rows");
     gradsum::detail::check_features(who, model, theta, data.features());
     sums_ = Kokkos::View<double*, memory_space>("gradsum::diagnostics::margin_sums",
@@ -159,7 +159,7 @@ class MarginHistory : public Callback {
   std::vector<Suspect> scores() const {
     using Scalar = scalar_type;
     if (records_ == 0)
-      gradsum::detail::fail("gradsum::suspect_rows: no margins recorded yet: "
+      fail("gradsum::suspect_rows: no margins recorded yet: "
                             "pass the MarginHistory to fit() as a callback or call record()");
     const std::int64_t n = rows_.size();
     Kokkos::View<double* [2], memory_space> out("gradsum::diagnostics::predictions",

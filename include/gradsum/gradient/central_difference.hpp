@@ -52,7 +52,7 @@ struct CentralDifference {
   /// Rejects a non-positive or non-finite step.
   void validate() const {
     if (!(eps > 0) || !std::isfinite(eps))
-      detail::fail("gradsum::CentralDifference: eps must be positive and "
+      fail("gradsum::CentralDifference: eps must be positive and "
                    "finite, got ",
                    eps);
   }

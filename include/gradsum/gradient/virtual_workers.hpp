@@ -60,7 +60,7 @@ struct VirtualWorkers {
   /// 0 <= 2k < W; NormClip: c > 0), then the inner policy's.
   void validate() const {
     if (workers < 1)
-      detail::fail("gradsum::VirtualWorkers: workers must be at least 1, got ", workers);
+      fail("gradsum::VirtualWorkers: workers must be at least 1, got ", workers);
     rule.validate(workers);
     inner.validate();
   }

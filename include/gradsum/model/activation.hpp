@@ -31,7 +31,7 @@ inline Activation parse_activation(const std::string& name) {
   for (Activation a : {Activation::identity, Activation::relu, Activation::tanh,
                        Activation::sigmoid})
     if (name == activation_name(a)) return a;
-  detail::fail("gradsum::parse_activation: unknown activation '", name,
+  fail("gradsum::parse_activation: unknown activation '", name,
                "'; choose identity, relu, tanh or sigmoid");
 }
 

@@ -58,9 +58,9 @@ struct Initializer {
   /// finite, or a constant is not finite.
   void validate() const {
     if (!std::isfinite(value))
-      detail::fail("gradsum::Initializer: the value must be finite, got ", value);
+      fail("gradsum::Initializer: the value must be finite, got ", value);
     if ((kind == Kind::uniform || kind == Kind::normal) && !(value >= 0))
-      detail::fail("gradsum::Initializer: the ", kind == Kind::uniform ? "bound" : "deviation",
+      fail("gradsum::Initializer: the ", kind == Kind::uniform ? "bound" : "deviation",
                    " must be >= 0, got ", value);
   }
 
@@ -77,7 +77,7 @@ struct Initializer {
       char* end = nullptr;
       v = std::strtod(number.c_str(), &end);
       if (number.empty() || *end != '\0')
-        detail::fail("gradsum::Initializer: '", number, "' in '", text, "' is not a number");
+        fail("gradsum::Initializer: '", number, "' in '", text, "' is not a number");
     }
     Initializer init;
     if (name == "zeros" && !has_value) init = zeros();
@@ -89,7 +89,7 @@ struct Initializer {
     else if ((name == "he" || name == "he_normal") && !has_value) init = he_normal();
     else if (name == "he_uniform" && !has_value) init = he_uniform();
     else
-      detail::fail("gradsum::Initializer: unknown initializer '", text,
+      fail("gradsum::Initializer: unknown initializer '", text,
                    "'; choose zeros, constant:V, uniform[:A], normal[:S], glorot, "
                    "glorot_normal, he, he_uniform");
     init.validate();
@@ -149,7 +149,7 @@ inline std::vector<double> initial_parameters(const MLP& model, const Initialize
 template <class View>
 void initialize(const MLP& model, const Initializer& init, const View& theta) {
   if (std::int64_t(theta.extent(0)) != model.num_parameters())
-    detail::fail("gradsum::initialize: theta has ", theta.extent(0),
+    fail("gradsum::initialize: theta has ", theta.extent(0),
                  " entries but the network has ", model.num_parameters(), " parameters");
   const auto values = initial_parameters(model, init);
   auto host = Kokkos::create_mirror_view(theta);

@@ -44,7 +44,7 @@ class Linear {
   /// parameter count, with the bias, must fit an int).
   explicit Linear(int num_features) : d_(num_features) {
     if (num_features < 1 || num_features > 2147483646)
-      detail::fail("gradsum::Linear: num_features must be in [1, 2147483646] (the ",
+      fail("gradsum::Linear: num_features must be in [1, 2147483646] (the ",
                    "parameter count, with the bias, must fit an int), got ", num_features);
   }
 

@@ -91,14 +91,14 @@ class MLP {
   MLP(int num_features, const std::vector<int>& hidden, int num_outputs,
       const std::vector<Activation>& activations) {
     if (num_features < 1)
-      detail::fail("gradsum::MLP: num_features must be at least 1, got ", num_features);
+      fail("gradsum::MLP: num_features must be at least 1, got ", num_features);
     if (num_outputs < 1)
-      detail::fail("gradsum::MLP: num_outputs must be at least 1, got ", num_outputs);
+      fail("gradsum::MLP: num_outputs must be at least 1, got ", num_outputs);
     if (int(hidden.size()) + 1 > max_layers)
-      detail::fail("gradsum::MLP: ", hidden.size(), " hidden layers exceed the limit of ",
+      fail("gradsum::MLP: ", hidden.size(), " hidden layers exceed the limit of ",
                    max_layers - 1, " (GRADSUM_MLP_MAX_LAYERS)");
     if (activations.size() != hidden.size())
-      detail::fail("gradsum::MLP: ", activations.size(), " activations given for ",
+      fail("gradsum::MLP: ", activations.size(), " activations given for ",
                    hidden.size(), " hidden layers; give one per hidden layer");
     layers_ = int(hidden.size()) + 1;
     width_[0] = num_features;
@@ -112,7 +112,7 @@ class MLP {
     for (int l = 0; l < layers_; ++l) {
       const int out = width_[l + 1];
       if (out < 1)
-        detail::fail("gradsum::MLP: layer ", l + 1, " has width ", out,
+        fail("gradsum::MLP: layer ", l + 1, " has width ", out,
                      "; widths must be at least 1");
       offset_[l] = params;
       unit_offset_[l] = units <= max_units ? int(units) : max_units;
@@ -121,7 +121,7 @@ class MLP {
       if (params > std::int64_t(2147483647)) break;
     }
     if (params > std::int64_t(2147483647))
-      detail::fail("gradsum::MLP: ", describe_widths(num_features, hidden, num_outputs),
+      fail("gradsum::MLP: ", describe_widths(num_features, hidden, num_outputs),
                    " has more parameters than an int holds (2147483647)");
     units_ = units;
     for (int l = 1; l <= layers_; ++l) widest_ = width_[l] > widest_ ? width_[l] : widest_;
@@ -218,7 +218,7 @@ class MLP {
   /// gradsum::Error naming the text and what is wrong in it.
   static MLP from_description(const std::string& text) {
     auto bad = [&text](const char* what, std::size_t where) {
-      detail::fail("gradsum::MLP::from_description: '", text, "' at character ", where + 1, ": ",
+      fail("gradsum::MLP::from_description: '", text, "' at character ", where + 1, ": ",
                    what, " (expected widths joined by '-', each hidden one followed by its "
                    "activation in parentheses, e.g. 13-32(tanh)-3)");
     };

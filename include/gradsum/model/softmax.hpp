@@ -31,14 +31,14 @@ class Softmax {
   /// A model for `num_features` >= 1 inputs and `num_classes` >= 2 outputs.
   Softmax(int num_features, int num_classes) : d_(num_features), c_(num_classes) {
     if (num_features < 1)
-      detail::fail("gradsum::Softmax: num_features must be at least 1, got ",
+      fail("gradsum::Softmax: num_features must be at least 1, got ",
                    num_features);
     if (num_classes < 2)
-      detail::fail("gradsum::Softmax: num_classes must be at least 2, got ",
+      fail("gradsum::Softmax: num_classes must be at least 2, got ",
                    num_classes);
     const long long parameters = (static_cast<long long>(num_features) + 1) * num_classes;
     if (parameters > 2147483647)
-      detail::fail("gradsum::Softmax: ", num_classes, " classes x (", num_features,
+      fail("gradsum::Softmax: ", num_classes, " classes x (", num_features,
                    " features + 1) = ", parameters, " parameters do not fit an int");
   }
 

@@ -184,7 +184,7 @@ class Allreduce {
       return;
     }
     if (staging_.size() < n * sizeof(Value))
-      detail::fail("gradsum::Allreduce: buffer of ", n,
+      fail("gradsum::Allreduce: buffer of ", n,
                    " values exceeds the staging buffer; call allocate() first");
     Kokkos::View<Value*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
         reinterpret_cast<Value*>(staging_.data()), n);

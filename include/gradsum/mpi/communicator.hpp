@@ -19,7 +19,7 @@ inline void check(int code, const char* call) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
-  detail::fail("gradsum::mpi: ", call, " failed with error ", code, ": ",
+  fail("gradsum::mpi: ", call, " failed with error ", code, ": ",
                std::string(text, std::size_t(length)));
 }
 
@@ -48,10 +48,10 @@ class Communicator {
     int initialized = 0;
     check(MPI_Initialized(&initialized), "MPI_Initialized");
     if (!initialized)
-      detail::fail("gradsum::mpi::Communicator: MPI is not initialised; call "
+      fail("gradsum::mpi::Communicator: MPI is not initialised; call "
                    "MPI_Init first or create a gradsum::Environment");
     if (comm == MPI_COMM_NULL)
-      detail::fail("gradsum::mpi::Communicator: the communicator is MPI_COMM_NULL");
+      fail("gradsum::mpi::Communicator: the communicator is MPI_COMM_NULL");
     auto handle = std::shared_ptr<MPI_Comm>(new MPI_Comm(MPI_COMM_NULL), [](MPI_Comm* c) {
       int finalized = 0;
       MPI_Finalized(&finalized);

@@ -42,7 +42,7 @@ inline std::vector<std::uint64_t> exchange(const Communicator& comm,
   int too_large = sent > INT_MAX || received > INT_MAX ? 1 : 0;
   check(MPI_Allreduce(MPI_IN_PLACE, &too_large, 1, MPI_INT, MPI_MAX, comm.get()), "MPI_Allreduce");
   if (too_large)
-    gradsum::detail::fail_agreed(
+    fail_agreed(
         "gradsum::mpi::conflicting_duplicates: a rank would send or receive "
         "more than ",
         INT_MAX,
@@ -95,7 +95,7 @@ ShardLayout shard_layout(const Communicator& comm, const Data& data) {
     if (first < 0) {
       first = k;
     } else if (s[1] != all[std::size_t(3 * first + 1)] || s[2] != all[std::size_t(3 * first + 2)]) {
-      gradsum::detail::fail_agreed("gradsum::mpi::conflicting_duplicates: rank ", k, " holds rows of ",
+      fail_agreed("gradsum::mpi::conflicting_duplicates: rank ", k, " holds rows of ",
                             s[1], " features of ", s[2] * 8, "-bit values, rank ", first,
                             " rows of ", all[std::size_t(3 * first + 1)], " features of ",
                             all[std::size_t(3 * first + 2)] * 8,
@@ -201,7 +201,7 @@ inline std::vector<gradsum::detail::RawDuplicateGroup> gather_groups(
     report.consistent_groups += all[std::size_t(3 * k + 1)];
     report.consistent_rows += all[std::size_t(3 * k + 2)];
     if (total > INT_MAX)  // the same sums on every rank: the same refusal
-      gradsum::detail::fail_agreed(
+      fail_agreed(
           "gradsum::mpi::conflicting_duplicates: the groups found take more "
           "than ",
           INT_MAX, " values, too many to gather");

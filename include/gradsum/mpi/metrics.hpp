@@ -30,7 +30,7 @@ gradsum::detail::MetricTallies global_tallies(const char* who, const Communicato
   double sums[4] = {mine.problem.empty() ? 0.0 : 1.0, mine.rows, mine.value, mine.invalid};
   check(MPI_Allreduce(MPI_IN_PLACE, sums, 4, MPI_DOUBLE, MPI_SUM, comm.get()), "MPI_Allreduce");
   if (sums[0] > 0)
-    gradsum::detail::fail_agreed(who, ": the data or theta of ", std::int64_t(sums[0]), " of ",
+    fail_agreed(who, ": the data or theta of ", std::int64_t(sums[0]), " of ",
                           comm.size(), " rank(s) do not fit model ", model.name(), " (",
                           model.num_features(), " features, ", model.num_parameters(),
                           " parameters)");
@@ -60,7 +60,7 @@ double accuracy(const ExecutionSpace& space, const Communicator& comm, const Mod
   const auto t = detail::global_tallies(
       who, comm, model,
       gradsum::detail::metric_tallies<true>(space, model, loss, theta, data, who));
-  if (!(t.rows > 0)) gradsum::detail::fail_agreed(who, ": no rank holds a row");
+  if (!(t.rows > 0)) fail_agreed(who, ": no rank holds a row");
   return t.value / t.rows;
 }
 

@@ -38,13 +38,13 @@ inline NetworkProbe measure_network(MPI_Comm comm, std::size_t large_bytes = std
                                     int repetitions = 10) {
   const Communicator c(comm);
   if (c.size() < 2)
-    gradsum::detail::fail("gradsum::mpi::measure_network: needs at least 2 ranks to time a network, got ",
+    fail("gradsum::mpi::measure_network: needs at least 2 ranks to time a network, got ",
                  c.size());
   if (large_bytes < 1024 || large_bytes > (std::size_t(1) << 30))
-    gradsum::detail::fail("gradsum::mpi::measure_network: large_bytes must be in [1024, 2^30], got ",
+    fail("gradsum::mpi::measure_network: large_bytes must be in [1024, 2^30], got ",
                  large_bytes);
   if (repetitions < 1)
-    gradsum::detail::fail("gradsum::mpi::measure_network: repetitions must be at least 1, got ",
+    fail("gradsum::mpi::measure_network: repetitions must be at least 1, got ",
                  repetitions);
   std::vector<double> buffer(large_bytes / sizeof(double), 1.0);
   auto time = [&](int count) {

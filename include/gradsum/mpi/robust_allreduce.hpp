@@ -90,7 +90,7 @@ class RobustAllreduce {
                  std::int64_t count_at = -1) {
     if (rule_.needs_counts() &&
         !(count_at >= robust_count && count_at < std::int64_t(buffer.extent(0))))
-      detail::fail("gradsum::RobustAllreduce: a per-sample NormClip needs the position of the "
+      fail("gradsum::RobustAllreduce: a per-sample NormClip needs the position of the "
                    "sample count in the buffer, got count_at = ", count_at, " for ",
                    buffer.extent(0), " values, ", robust_count, " of them combined");
     if (!robust()) {
@@ -103,7 +103,7 @@ class RobustAllreduce {
     const std::size_t W = std::size_t(size());
     const std::size_t bytes = (W * n + W) * sizeof(Scalar);
     if (bytes > gathered_bytes_)
-      detail::fail("gradsum::RobustAllreduce: a buffer of ", n,
+      fail("gradsum::RobustAllreduce: a buffer of ", n,
                    " values exceeds the gathered buffer; call allocate() first");
     Kokkos::View<Scalar*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>> gathered(
         static_cast<Scalar*>(gathered_.get()), W * n + W);

@@ -41,7 +41,7 @@ std::vector<Suspect> suspect_rows(const Communicator& comm, const History& histo
   double tally[2] = {problem.empty() ? 0.0 : 1.0, double(history.rows().size())};
   check(MPI_Allreduce(MPI_IN_PLACE, tally, 2, MPI_DOUBLE, MPI_SUM, comm.get()), "MPI_Allreduce");
   if (tally[0] > 0)
-    gradsum::detail::fail_agreed(who, ": ", std::int64_t(tally[0]), " of ", comm.size(),
+    fail_agreed(who, ": ", std::int64_t(tally[0]), " of ", comm.size(),
                           " rank(s) have no margins recorded: pass each rank's MarginHistory "
                           "to fit() as a callback or call record() on every rank");
   gradsum::detail::check_count(who, k, std::int64_t(tally[1]), "the ranks together");

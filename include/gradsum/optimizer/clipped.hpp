@@ -32,7 +32,7 @@ struct Clipped {
   void validate() const {
     optimizer.validate();
     if (!(max_norm > 0))
-      detail::fail("gradsum::Clipped: max_norm must be positive, got ", max_norm);
+      fail("gradsum::Clipped: max_norm must be positive, got ", max_norm);
   }
   int state_size(int num_parameters) const { return optimizer.state_size(num_parameters); }
   /// The wrapped optimizer's state row of squares (-1: none).

@@ -90,7 +90,7 @@ class FirstOrder {
   /// caller names the file).
   void restore_host_state(const std::vector<double>& state) {
     if (state.size() != host_state().size())
-      detail::fail("the ", name(), " optimizer's saved state holds ", state.size(),
+      fail("the ", name(), " optimizer's saved state holds ", state.size(),
                    " values, expected ", host_state().size());
     if (state.empty()) return;
     const std::int64_t t = detail::restored_update_count(state[0], name());

@@ -47,11 +47,11 @@ struct LBFGS {
 
   static const char* name() { return "lbfgs"; }
   void validate() const {
-    if (m < 1) detail::fail("gradsum::LBFGS: history m must be >= 1, got ", m);
+    if (m < 1) fail("gradsum::LBFGS: history m must be >= 1, got ", m);
     if (!(c1 > 0 && c1 < c2 && c2 < 1))
-      detail::fail("gradsum::LBFGS: need 0 < c1 < c2 < 1, got c1 = ", c1, ", c2 = ", c2);
+      fail("gradsum::LBFGS: need 0 < c1 < c2 < 1, got c1 = ", c1, ", c2 = ", c2);
     if (max_trials < 1)
-      detail::fail("gradsum::LBFGS: max_trials must be >= 1, got ", max_trials);
+      fail("gradsum::LBFGS: max_trials must be >= 1, got ", max_trials);
   }
   /// 2m history vectors, then direction, start point, start gradient, trial.
   int state_size(int /*num_parameters*/) const { return 2 * m + 4; }
@@ -95,7 +95,7 @@ struct LBFGS {
   void restore_host_state(const std::vector<double>& v) {
     const std::size_t n = 3 + std::size_t(m);
     if (v.size() != n)
-      detail::fail("L-BFGS's saved history holds ", v.size(), " values, expected 3 + m = ", n);
+      fail("L-BFGS's saved history holds ", v.size(), " values, expected 3 + m = ", n);
     const int head = int(detail::restored_count(v[0], "L-BFGS's saved history head", 0, m - 1));
     const int stored = int(detail::restored_count(v[1], "L-BFGS's saved number of pairs held",
                                                   0, m));
@@ -106,7 +106,7 @@ struct LBFGS {
     for (int k = 0; k < stored; ++k) {  // a pair held has rho = 1 / s.y with s.y > 0
       const int slot = (head - 1 - k + m) % m;
       if (v[3 + std::size_t(slot)] == 0)
-        detail::fail("L-BFGS's saved rho of slot ", slot, " (a pair held) is 0, expected "
+        fail("L-BFGS's saved rho of slot ", slot, " (a pair held) is 0, expected "
                      "1 / s.y > 0");
     }
     head_ = head;

@@ -74,7 +74,7 @@ class LineSearchMethod {
   void restore_host_state(const std::vector<double>& state) {
     if (auto* lbfgs = std::get_if<LBFGS>(&policy_)) return lbfgs->restore_host_state(state);
     if (!state.empty())
-      detail::fail("the ", name(), " optimizer's saved state holds ", state.size(),
+      fail("the ", name(), " optimizer's saved state holds ", state.size(),
                    " values, expected none");
   }
 

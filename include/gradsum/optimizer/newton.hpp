@@ -42,7 +42,7 @@ struct Newton {
   void validate() const {
     detail::require_positive("Newton", "learning rate lr", lr);
     if (max_parameters < 1)
-      detail::fail("gradsum::Newton: max_parameters must be >= 1, got ", max_parameters);
+      fail("gradsum::Newton: max_parameters must be >= 1, got ", max_parameters);
   }
   /// Two state vectors: the direction and the trial point.
   static int state_size(int /*num_parameters*/) { return 2; }
@@ -51,7 +51,7 @@ struct Newton {
   void update(Context& ctx) {
     const int P = ctx.num_parameters();
     if (P > max_parameters)
-      detail::fail("gradsum::Newton: the model has ", P,
+      fail("gradsum::Newton: the model has ", P,
                    " parameters, above the Newton limit of ", max_parameters,
                    " (Newton::max_parameters; the Hessian holds P^2 values per thread); use "
                    "LBFGS for larger models");
@@ -92,7 +92,7 @@ struct Newton {
       }
       shift = shift == 0 ? 1e-10 * (1 + scale) : shift * 10;
     }
-    detail::fail("gradsum::Newton: the Hessian could not be made positive definite "
+    fail("gradsum::Newton: the Hessian could not be made positive definite "
                  "(it is not finite?)");
   }
 

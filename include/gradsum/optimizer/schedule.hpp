@@ -61,13 +61,13 @@ struct Schedule {
   }
 
   void validate() const {
-    if (every < 1) detail::fail("gradsum::Schedule: every must be >= 1, got ", every);
+    if (every < 1) fail("gradsum::Schedule: every must be >= 1, got ", every);
     if (!(gamma > 0 && gamma <= 1))
-      detail::fail("gradsum::Schedule: gamma must be in (0, 1], got ", gamma);
-    if (total < 1) detail::fail("gradsum::Schedule: total must be >= 1, got ", total);
+      fail("gradsum::Schedule: gamma must be in (0, 1], got ", gamma);
+    if (total < 1) fail("gradsum::Schedule: total must be >= 1, got ", total);
     if (!(min_factor >= 0 && min_factor <= 1))
-      detail::fail("gradsum::Schedule: min_factor must be in [0, 1], got ", min_factor);
-    if (warmup < 0) detail::fail("gradsum::Schedule: warmup must be >= 0, got ", warmup);
+      fail("gradsum::Schedule: min_factor must be in [0, 1], got ", min_factor);
+    if (warmup < 0) fail("gradsum::Schedule: warmup must be >= 0, got ", warmup);
   }
 
   /// The factor at update t >= 0.

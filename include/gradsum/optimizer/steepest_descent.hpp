@@ -31,9 +31,9 @@ struct SteepestDescent {
   void validate() const {
     detail::require_positive("SteepestDescent", "initial_step", initial_step);
     if (!(c1 > 0 && c1 < 1))
-      detail::fail("gradsum::SteepestDescent: c1 must be in (0, 1), got ", c1);
+      fail("gradsum::SteepestDescent: c1 must be in (0, 1), got ", c1);
     if (max_trials < 1)
-      detail::fail("gradsum::SteepestDescent: max_trials must be >= 1, got ", max_trials);
+      fail("gradsum::SteepestDescent: max_trials must be >= 1, got ", max_trials);
   }
   /// The exact line search needs the Hessian: the step then allocates its
   /// buffers in its constructor, not in the first step.
@@ -56,7 +56,7 @@ struct SteepestDescent {
     if (gg == 0) return;  // a critical point: nothing to do
     if (line_search == LineSearch::exact) {
       if (!Context::is_quadratic)
-        detail::fail("gradsum::SteepestDescent: exact line search is for quadratic objectives "
+        fail("gradsum::SteepestDescent: exact line search is for quadratic objectives "
                      "(squared error); use LineSearch::armijo");
       const std::vector<double>& H = ctx.hessian(theta);
       ctx.to_host(g, g_);
@@ -67,7 +67,7 @@ struct SteepestDescent {
         gHg += g_[std::size_t(i)] * row;
       }
       if (!(gHg > 0))
-        detail::fail("gradsum::SteepestDescent: g.Hg = ", gHg,
+        fail("gradsum::SteepestDescent: g.Hg = ", gHg,
                      " <= 0, the quadratic is not convex along -g");
       last_step_ = gg / gHg;
       detail::add_scaled(ctx.space(), P, theta, theta, last_step_, direction);

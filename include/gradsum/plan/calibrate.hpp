@@ -69,14 +69,14 @@ template <class Step, class Theta, class Data>
 Calibration calibrate(Step& step, const Theta& theta, const Data& data, std::int64_t small_batch,
                       std::int64_t large_batch, int repetitions = 5) {
   if (small_batch < 1)
-    gradsum::detail::fail("gradsum::plan::calibrate: small_batch must be at least 1, got ",
+    fail("gradsum::plan::calibrate: small_batch must be at least 1, got ",
                           small_batch);
   if (large_batch <= small_batch || large_batch > data.num_samples())
-    gradsum::detail::fail("gradsum::plan::calibrate: large_batch must be in (small_batch = ",
+    fail("gradsum::plan::calibrate: large_batch must be in (small_batch = ",
                           small_batch, ", number of samples = ", data.num_samples(), "], got ",
                           large_batch);
   if (repetitions < 1)
-    gradsum::detail::fail("gradsum::plan::calibrate: repetitions must be at least 1, got ",
+    fail("gradsum::plan::calibrate: repetitions must be at least 1, got ",
                           repetitions);
   Calibration c;
   c.small_batch = small_batch;
@@ -85,7 +85,7 @@ Calibration calibrate(Step& step, const Theta& theta, const Data& data, std::int
   c.large_seconds = detail::best_step_seconds(step, theta, data, large_batch, repetitions);
   c.seconds_per_sample = (c.large_seconds - c.small_seconds) / double(large_batch - small_batch);
   if (!(c.seconds_per_sample > 0))
-    gradsum::detail::fail("gradsum::plan::calibrate: a step on ", large_batch,
+    fail("gradsum::plan::calibrate: a step on ", large_batch,
                           " samples took ", c.large_seconds, " s, no longer than on ",
                           small_batch, " samples (", c.small_seconds,
                           " s); choose batches whose step times differ clearly");

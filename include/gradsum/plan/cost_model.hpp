@@ -38,9 +38,9 @@ struct Workload {
     check("samples_per_epoch", samples_per_epoch, 1, "at least 1");
     check("batch", batch, 1, "at least 1");
     if (!(epochs > 0) || !std::isfinite(epochs))
-      gradsum::detail::fail("gradsum::plan::Workload: epochs must be positive and finite, got ", epochs);
+      fail("gradsum::plan::Workload: epochs must be positive and finite, got ", epochs);
     if (!(seconds_per_sample > 0) || !std::isfinite(seconds_per_sample))
-      gradsum::detail::fail("gradsum::plan::Workload: seconds_per_sample must be positive and finite, got ",
+      fail("gradsum::plan::Workload: seconds_per_sample must be positive and finite, got ",
                    seconds_per_sample);
     check("gradient_bytes", gradient_bytes, 0, "non-negative");
     check("overhead_seconds", overhead_seconds, 0, "non-negative");
@@ -49,7 +49,7 @@ struct Workload {
  private:
   static void check(const char* field, double value, double lo, const char* expected) {
     if (!(value >= lo) || !std::isfinite(value))
-      gradsum::detail::fail("gradsum::plan::Workload: ", field, " must be ", expected, " and finite, got ",
+      fail("gradsum::plan::Workload: ", field, " must be ", expected, " and finite, got ",
                    value);
   }
 };
@@ -64,10 +64,10 @@ struct Network {
   /// Rejects values the model cannot use, naming the field and the value.
   void validate() const {
     if (!(bandwidth > 0) || !std::isfinite(bandwidth))
-      gradsum::detail::fail("gradsum::plan::Network: bandwidth must be positive and finite (bytes/s), got ",
+      fail("gradsum::plan::Network: bandwidth must be positive and finite (bytes/s), got ",
                    bandwidth);
     if (!(latency >= 0) || !std::isfinite(latency))
-      gradsum::detail::fail("gradsum::plan::Network: latency must be non-negative and finite (seconds), got ",
+      fail("gradsum::plan::Network: latency must be non-negative and finite (seconds), got ",
                    latency);
   }
 };
@@ -87,13 +87,13 @@ struct Budget {
   /// Rejects values the model cannot use, naming the field and the value.
   void validate() const {
     if (max_workers < 1 || max_workers > 1000000)
-      gradsum::detail::fail("gradsum::plan::Budget: max_workers must be in [1, 1000000], got ",
+      fail("gradsum::plan::Budget: max_workers must be in [1, 1000000], got ",
                    max_workers);
     if (!(setup_seconds >= 0) || !std::isfinite(setup_seconds))
-      gradsum::detail::fail("gradsum::plan::Budget: setup_seconds must be non-negative and finite, got ",
+      fail("gradsum::plan::Budget: setup_seconds must be non-negative and finite, got ",
                    setup_seconds);
     if (!(runs >= 1) || !std::isfinite(runs))
-      gradsum::detail::fail("gradsum::plan::Budget: runs must be at least 1 and finite, got ", runs);
+      fail("gradsum::plan::Budget: runs must be at least 1 and finite, got ", runs);
   }
 };
 
@@ -143,7 +143,7 @@ struct Plan {
   /// The prediction for N workers, 1 <= N <= K.
   const Prediction& at(int workers) const {
     if (workers < 1 || workers > int(predictions.size()))
-      gradsum::detail::fail("gradsum::plan::Plan::at: workers must be in [1, ", predictions.size(),
+      fail("gradsum::plan::Plan::at: workers must be in [1, ", predictions.size(),
                    "], got ", workers);
     return predictions[std::size_t(workers) - 1];
   }
@@ -163,10 +163,10 @@ struct Plan {
 inline double ring_allreduce_seconds(const Network& network, double bytes, int workers) {
   network.validate();
   if (workers < 1)
-    gradsum::detail::fail("gradsum::plan::ring_allreduce_seconds: workers must be at least 1, got ",
+    fail("gradsum::plan::ring_allreduce_seconds: workers must be at least 1, got ",
                  workers);
   if (!(bytes >= 0) || !std::isfinite(bytes))
-    gradsum::detail::fail("gradsum::plan::ring_allreduce_seconds: bytes must be non-negative and finite, "
+    fail("gradsum::plan::ring_allreduce_seconds: bytes must be non-negative and finite, "
                  "got ", bytes);
   const double n = workers;
   return 2 * (n - 1) / n * bytes / network.bandwidth + 2 * (n - 1) * network.latency;
@@ -184,7 +184,7 @@ inline Prediction predict(const Workload& work, const Network& network, int work
   work.validate();
   network.validate();
   if (workers < 1)
-    gradsum::detail::fail("gradsum::plan::predict: workers must be at least 1, got ", workers);
+    fail("gradsum::plan::predict: workers must be at least 1, got ", workers);
   Budget b = budget;
   if (b.max_workers < workers) b.max_workers = workers;
   b.validate();

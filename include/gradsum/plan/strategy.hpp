@@ -62,7 +62,7 @@ struct BatchAdvice {
 inline BatchAdvice advise_batch(double noise_scale, double per_worker_batch, double workers) {
   auto check = [](const char* name, double v) {
     if (!(v > 0) || !std::isfinite(v))
-      gradsum::detail::fail("gradsum::plan::advise_batch: ", name,
+      fail("gradsum::plan::advise_batch: ", name,
                             " must be positive and finite, got ", v);
   };
   check("noise_scale", noise_scale);
@@ -104,7 +104,7 @@ struct MemoryNeeds {
   void validate() const {
     auto check = [](const char* name, double v, bool positive) {
       if (!(positive ? v > 0 : v >= 0) || !std::isfinite(v))
-        gradsum::detail::fail("gradsum::plan::MemoryNeeds: ", name, " must be ",
+        fail("gradsum::plan::MemoryNeeds: ", name, " must be ",
                      positive ? "positive" : "non-negative", " and finite, got ", v);
     };
     check("parameters", parameters, true);

@@ -44,7 +44,7 @@ struct RuntimeReduction {
     if (text == "sum") return {Kind::sum};
     if (text == "compensated") return {Kind::compensated};
     if (text == "reproducible") return {Kind::reproducible};
-    detail::fail("gradsum::RuntimeReduction: expected sum, compensated or reproducible, got '",
+    fail("gradsum::RuntimeReduction: expected sum, compensated or reproducible, got '",
                  text, "'");
   }
 
@@ -54,7 +54,7 @@ struct RuntimeReduction {
               const Body& body, const OutView& out) const {
     if constexpr (detail::is_rank_one_body<Body>::value) {
       if (kind != Kind::reproducible)
-        detail::fail("gradsum::RuntimeReduction::reduce: a body of rank-one blocks needs the "
+        fail("gradsum::RuntimeReduction::reduce: a body of rank-one blocks needs the "
                      "reproducible reduction, not ", name());
       Reproducible{}.reduce(space, label, n, width, body, out);
     } else {

@@ -293,7 +293,7 @@ class CsvLog : public Callback {
     }
   }
   void report() {
-    if (failed_) detail::fail(error_);
+    if (failed_) fail(error_);
   }
   std::string path_;
   bool append_;
@@ -310,9 +310,9 @@ class EarlyStopping : public Callback {
   explicit EarlyStopping(std::int64_t patience, double min_delta = 0)
       : patience_(patience), min_delta_(min_delta) {
     if (patience < 1)
-      detail::fail("gradsum::EarlyStopping: patience must be >= 1 epoch, got ", patience);
+      fail("gradsum::EarlyStopping: patience must be >= 1 epoch, got ", patience);
     if (!(min_delta >= 0) || !std::isfinite(min_delta))
-      detail::fail("gradsum::EarlyStopping: min_delta must be non-negative and finite, got ",
+      fail("gradsum::EarlyStopping: min_delta must be non-negative and finite, got ",
                    min_delta);
   }
   void on_epoch(FitState& s) override {
@@ -408,7 +408,7 @@ class BestParameters : public Callback {
     if (epoch > 0) {
       const std::size_t n = best_.extent(0);
       if (in.size() - at < n)
-        detail::fail("gradsum::fit: the checkpoint's best-parameters state holds ", in.size() - at,
+        fail("gradsum::fit: the checkpoint's best-parameters state holds ", in.size() - at,
                      " values, this model has ", n, " parameters");
       auto host = Kokkos::create_mirror_view(Kokkos::HostSpace(), best_);
       for (std::size_t i = 0; i < n; ++i)
@@ -422,7 +422,7 @@ class BestParameters : public Callback {
   /// Copies the best parameters into `theta`. Blocking.
   template <class Target>
   void restore(const Target& theta) const {
-    if (!has_best()) detail::fail("gradsum::BestParameters::restore: no epoch has finished yet");
+    if (!has_best()) fail("gradsum::BestParameters::restore: no epoch has finished yet");
     Kokkos::deep_copy(theta, best_);
     Kokkos::fence();
   }
@@ -447,7 +447,7 @@ class Checkpointer : public Callback {
                StandardScaler scaler = {})
       : path_(std::move(path)), every_(every), step_(step), theta_(theta),
         scaler_(std::move(scaler)) {
-    if (every < 0) detail::fail("gradsum::Checkpointer: every must be >= 0 epochs, got ", every);
+    if (every < 0) fail("gradsum::Checkpointer: every must be >= 0 epochs, got ", every);
   }
   /// Checks on rank 0 that the checkpoint could be written (its folder
   /// exists and may be written), so a run fails before it trains, not

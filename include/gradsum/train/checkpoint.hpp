@@ -280,7 +280,7 @@ TrainingPosition load_checkpoint(const std::string& path, StepType& step, const 
   error = step.aggregation().first_error(error);
   if (!error.empty()) throw AgreedError(error);
   if (std::int64_t(theta.extent(0)) != c.num_parameters)
-    detail::fail("gradsum::load_checkpoint: theta has ", theta.extent(0), " entries, the "
+    fail("gradsum::load_checkpoint: theta has ", theta.extent(0), " entries, the "
                  "checkpoint '", path, "' ", c.num_parameters);
   detail::assign_bytes(theta, c.parameter_bytes);
   detail::assign_bytes(step.optimizer_state(), c.state_bytes);

@@ -228,7 +228,7 @@ inline std::string encode_checkpoint(const CheckpointData& c) {
     for (const std::string& name : c.class_names) {
       const std::string reason = detail::unprintable_reason(name);
       if (!reason.empty())  // it would be refused when read back
-        detail::fail("gradsum::save_checkpoint: class name ", detail::quote_text(name), " holds ",
+        fail("gradsum::save_checkpoint: class name ", detail::quote_text(name), " holds ",
                      reason, " (class names must be UTF-8 text without control characters)");
       w.put_string(name);
     }
@@ -313,7 +313,7 @@ inline CheckpointData decode_checkpoint(const std::string& path, const std::stri
   const std::uint32_t computed =
       detail::crc32(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size() - 4);
   if (stored != computed)
-    detail::fail(function, ": '", path, "' fails its checksum (CRC-32 stored ", stored,
+    fail(function, ": '", path, "' fails its checksum (CRC-32 stored ", stored,
                  ", computed ", computed, "): the file is corrupted");
 
   detail::CheckpointReader r(path, bytes, bytes.size() - 4);
@@ -321,7 +321,7 @@ inline CheckpointData decode_checkpoint(const std::string& path, const std::stri
   c.scalar = r.get_string("the scalar type");
   c.scalar_size = r.get<std::uint32_t>("the scalar size");
   if (!((c.scalar == "double" && c.scalar_size == 8) || (c.scalar == "float" && c.scalar_size == 4)))
-    detail::fail(function, ": '", path, "' names scalar type '", c.scalar, "' of ", c.scalar_size,
+    fail(function, ": '", path, "' names scalar type '", c.scalar, "' of ", c.scalar_size,
                  " bytes; expected double (8) or float (4)");
   for (std::string* s : {&c.model, &c.loss, &c.optimizer, &c.gradient, &c.reduction,
                          &c.aggregation})
@@ -337,7 +337,7 @@ inline CheckpointData decode_checkpoint(const std::string& path, const std::stri
   c.state_rows = r.get<std::int64_t>("the number of optimizer state rows");
   if (c.num_parameters < 0 || c.state_rows < 0 || c.num_parameters > (std::int64_t(1) << 40) ||
       c.state_rows > (std::int64_t(1) << 20))
-    detail::fail(function, ": '", path, "' declares ", c.num_parameters, " parameters and ",
+    fail(function, ": '", path, "' declares ", c.num_parameters, " parameters and ",
                  c.state_rows, " optimizer state rows; the file is corrupted");
   c.parameter_bytes = r.get_raw(std::size_t(c.num_parameters) * c.scalar_size, "the parameters");
   c.state_bytes = r.get_raw(std::size_t(c.state_rows * c.num_parameters) * c.scalar_size,
@@ -352,11 +352,11 @@ inline CheckpointData decode_checkpoint(const std::string& path, const std::stri
     // before memory does: each name takes at least 4 bytes.
     for (std::uint32_t k = 0; k < n; ++k) c.class_names.push_back(r.get_string("a class name"));
     if (n == 0)
-      detail::fail(function, ": '", path, "' is version 2 but holds no class names; the file "
+      fail(function, ": '", path, "' is version 2 but holds no class names; the file "
                    "is corrupted");
   }
   if (r.position() != bytes.size() - 4)
-    detail::fail(function, ": '", path, "' holds ", bytes.size() - 4 - r.position(),
+    fail(function, ": '", path, "' holds ", bytes.size() - 4 - r.position(),
                  " unexpected bytes before its checksum; the file is corrupted");
   c.scaler.source = path;
   detail::check_checkpoint_values(path, c);

@@ -92,18 +92,18 @@ struct FitOptions {
 
   void validate() const {
     if (resumes() && start.seed != seed)
-      detail::fail("gradsum::fit: the checkpoint ", start_name(), " (step ", start.step, ", epoch ", start.epoch, ") was written with seed ",
+      fail("gradsum::fit: the checkpoint ", start_name(), " (step ", start.step, ", epoch ", start.epoch, ") was written with seed ",
                    start.seed, ", but options.seed is ", seed, "; another seed draws other "
                    "mini-batches, so the run would not continue the checkpoint's trajectory: "
                    "resume with seed = ", start.seed);
     if (!(average_decay >= 0 && average_decay < 1))
-      detail::fail("gradsum::fit: average_decay must be in [0, 1), got ", average_decay);
-    if (epochs < 0) detail::fail("gradsum::fit: epochs must be >= 0, got ", epochs);
-    if (batch < 0) detail::fail("gradsum::fit: batch must be >= 0 (0 = full batch), got ", batch);
+      fail("gradsum::fit: average_decay must be in [0, 1), got ", average_decay);
+    if (epochs < 0) fail("gradsum::fit: epochs must be >= 0, got ", epochs);
+    if (batch < 0) fail("gradsum::fit: batch must be >= 0 (0 = full batch), got ", batch);
     if (accumulate < 1)
-      detail::fail("gradsum::fit: accumulate must be >= 1 mini-batch per update, got ", accumulate);
+      fail("gradsum::fit: accumulate must be >= 1 mini-batch per update, got ", accumulate);
     if (start.step < 0 || start.epoch < 0 || start.batch < 0)
-      detail::fail("gradsum::fit: start position must not be negative (step ", start.step,
+      fail("gradsum::fit: start position must not be negative (step ", start.step,
                    ", epoch ", start.epoch, ", batch ", start.batch, ")");
     stopping.validate();
   }

@@ -129,7 +129,7 @@ std::int64_t count_correct(const ExecutionSpace& space, const Model& model,
                 "predict_class(const Scalar* z, int k) const` (a classifier)");
   const auto t =
       detail::metric_tallies<true>(space, model, loss, theta, data, "gradsum::count_correct");
-  if (!t.problem.empty()) detail::fail("gradsum::count_correct: ", t.problem);
+  if (!t.problem.empty()) fail("gradsum::count_correct: ", t.problem);
   return std::int64_t(t.value);
 }
 
@@ -146,8 +146,8 @@ double accuracy(const ExecutionSpace& space, const Model& model, const Loss& los
                 "gradsum::accuracy: the Loss must provide `int predict_class(const Scalar* z, "
                 "int k) const` (a classifier)");
   const auto t = detail::metric_tallies<true>(space, model, loss, theta, data, "gradsum::accuracy");
-  if (!t.problem.empty()) detail::fail("gradsum::accuracy: ", t.problem);
-  if (!(t.rows > 0)) detail::fail("gradsum::accuracy: the data hold no rows");
+  if (!t.problem.empty()) fail("gradsum::accuracy: ", t.problem);
+  if (!(t.rows > 0)) fail("gradsum::accuracy: the data hold no rows");
   return t.value / t.rows;
 }
 
@@ -167,7 +167,7 @@ double mean_loss(const ExecutionSpace& space, const Model& model, const Loss& lo
                 "is_valid_target(y, k), value(z, k, y) and derivative(z, k, y, dz)");
   objective.validate();
   const auto t = detail::metric_tallies<false>(space, model, loss, theta, data, "gradsum::mean_loss");
-  if (!t.problem.empty()) detail::fail("gradsum::mean_loss: ", t.problem);
+  if (!t.problem.empty()) fail("gradsum::mean_loss: ", t.problem);
   return detail::objective_from_tallies("gradsum::mean_loss", "of the data", t, loss,
                                         model.num_outputs(), objective,
                                         detail::l2_penalty(space, model, theta, objective.l2));

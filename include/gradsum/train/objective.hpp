@@ -40,7 +40,7 @@ struct Objective {
   /// Rejects a negative or non-finite penalty.
   void validate() const {
     if (!(l2 >= 0) || !std::isfinite(l2))
-      detail::fail("gradsum::Objective: l2 must be non-negative and finite, "
+      fail("gradsum::Objective: l2 must be non-negative and finite, "
                    "got ",
                    l2);
   }

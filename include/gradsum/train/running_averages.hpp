@@ -29,7 +29,7 @@ class MovingAverage {
   /// about the last ten.
   explicit MovingAverage(double decay = 0.9) : decay_(decay) {
     if (!(decay >= 0 && decay < 1))
-      detail::fail("gradsum::MovingAverage: decay must be in [0, 1), got ", decay);
+      fail("gradsum::MovingAverage: decay must be in [0, 1), got ", decay);
   }
   void add(double x) {
     if (!std::isfinite(x)) return;
@@ -47,7 +47,7 @@ class MovingAverage {
   /// the weight is).
   void restore_state(const std::vector<double>& in, std::size_t& at) {
     if (at > in.size() || in.size() - at < 2)
-      detail::fail("gradsum::MovingAverage: the saved state ends at value ",
+      fail("gradsum::MovingAverage: the saved state ends at value ",
                    in.size(), ", two values expected from value ", at);
     const double sum = detail::restored_number(in[at], "gradsum::MovingAverage: the saved sum",
                                                -HUGE_VAL, HUGE_VAL);
@@ -55,7 +55,7 @@ class MovingAverage {
         in[at + 1], "gradsum::MovingAverage: the saved weight", 0,
         std::numeric_limits<double>::max());
     if (weight == 0 && sum != 0)
-      detail::fail("gradsum::MovingAverage: the saved sum is ", sum,
+      fail("gradsum::MovingAverage: the saved sum is ", sum,
                    " with weight 0, expected 0 (no value yet)");
     sum_ = sum;
     weight_ = weight;

@@ -180,7 +180,7 @@ class Step {
               : std::string()));
     }
     if (count <= 0)
-      detail::fail_agreed("gradsum::Step::evaluate: the batch holds no samples on "
+      fail_agreed("gradsum::Step::evaluate: the batch holds no samples on "
                    "any worker (empty data set or empty row selection); a "
                    "gradient needs at least one sample");
     return objective_at(theta, count);
@@ -248,7 +248,7 @@ class Step {
   const std::vector<double>& hessian(const Theta& theta, const Data& data,
                                      const MicroBatches<Rows>& micro) {
     if (micro.parts.size() == 1) return hessian(theta, data, micro.parts[0]);
-    detail::fail("gradsum::Step::hessian: optimizer ", optimizer_.name(),
+    fail("gradsum::Step::hessian: optimizer ", optimizer_.name(),
                  " needs the Hessian, which gradient accumulation (MicroBatches) does not "
                  "provide; use accumulate = 1");
   }
@@ -360,7 +360,7 @@ class Step {
         result.skipped = true;
         return result;
       }
-      detail::fail("gradsum::Step::evaluate: the objective or its gradient is not finite "
+      fail("gradsum::Step::evaluate: the objective or its gradient is not finite "
                    "after summing over workers (loss ", result.loss, ", gradient norm ",
                    result.gradient_norm, "); every worker's own sum was finite");
     }

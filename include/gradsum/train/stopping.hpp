@@ -26,11 +26,11 @@ struct StoppingRules {
   double loss_tol = 0;
 
   void validate() const {
-    if (max_steps < 0) detail::fail("gradsum::StoppingRules: max_steps must be >= 0, got ", max_steps);
+    if (max_steps < 0) fail("gradsum::StoppingRules: max_steps must be >= 0, got ", max_steps);
     if (!(grad_tol >= 0) || !std::isfinite(grad_tol))
-      detail::fail("gradsum::StoppingRules: grad_tol must be non-negative and finite, got ", grad_tol);
+      fail("gradsum::StoppingRules: grad_tol must be non-negative and finite, got ", grad_tol);
     if (!(loss_tol >= 0) || !std::isfinite(loss_tol))
-      detail::fail("gradsum::StoppingRules: loss_tol must be non-negative and finite, got ", loss_tol);
+      fail("gradsum::StoppingRules: loss_tol must be non-negative and finite, got ", loss_tol);
   }
 };
 
@@ -78,7 +78,7 @@ class Stopper {
   /// Reads back, from in[at …], what save_state wrote, advancing `at`.
   void restore_state(const std::vector<double>& in, std::size_t& at) {
     if (at >= in.size() || in[at] != tag || in.size() - at < 3)
-      detail::fail("gradsum::fit: the checkpoint's loop state does not begin with the stopping "
+      fail("gradsum::fit: the checkpoint's loop state does not begin with the stopping "
                    "rules' state (value ", at, " of ", in.size(), ")");
     has_previous_ = detail::restored_flag(in[at + 1], "gradsum::fit: the saved stopping-rule "
                                           "flag 'has a previous objective'");
