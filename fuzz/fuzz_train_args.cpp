@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: gradsum-train's command-line parser
-// (apps/train_options.hpp), the input split at NUL bytes into
+// (apps/train/flags.hpp), the input split at NUL bytes into
 // arguments. Only gradsum::Error may leave it, with a message, and what it
 // accepts must satisfy the checks it promises.
 
 #include "inputs.hpp"
 
-#include <train_options.hpp>
+#include <train/flags.hpp>
 
 #include <algorithm>
 

@@ -7,7 +7,7 @@
 #include "inputs.hpp"
 
 #include <gradsum/train/checkpoint_format.hpp>
-#include <train_options.hpp>
+#include <train/flags.hpp>
 
 #include <cstring>
 #include <filesystem>

@@ -6,9 +6,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="${GRADSUM_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 # Debian packages and a Kokkos (the user's own if Kokkos_ROOT or
-# CMAKE_PREFIX_PATH names one).
+# CMAKE_PREFIX_PATH names one); bootstrap_options go to scripts/bootstrap.
+bootstrap_options=()
 gradsum_kokkos_root() {
-  "$root/scripts/bootstrap"
+  "$root/scripts/bootstrap" ${bootstrap_options[@]+"${bootstrap_options[@]}"}
 }
 
 # gradsum_build BUILD_DIR [cmake options…]: configure (once) and build.

@@ -4,21 +4,56 @@
 // Exit status: 0 on success, 1 on an error in the files, 2 on a bad
 // command line.
 
+#include "../common/flag_table.hpp"
+
 #include <gradsum/gradsum.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 namespace {
 
-const char* usage() {
+using gradsum_apps::Value;
+
+struct Options {
+  std::string params, data, output = "-";
+  std::int64_t max_values = gradsum::default_max_values;
+  bool help = false;
+};
+
+// gradsum-predict's flags, one table (common/flag_table.hpp).
+const std::vector<gradsum_apps::Flag<Options>> flags = {
+    {"--params", "FILE", "", [](Options& o, const Value& v) { o.params = v.text; }},
+    {"--data", "FILE", "", [](Options& o, const Value& v) { o.data = v.text; }},
+    {"--output", "FILE",
+     "write the lines to FILE instead (default '-', standard\n"
+     "output); a regular file is replaced only once complete",
+     [](Options& o, const Value& v) { o.output = v.text; }},
+    {"--max-values", "N",
+     "refuse a data file of more than N feature values\n"
+     "(default 2^28, 2 GiB as doubles)",
+     [](Options& o, const Value& v) {
+       try {
+         o.max_values = v.integer(1, INT64_MAX);
+       } catch (const gradsum::Error&) {
+         gradsum::fail(v.flag, ": expected a positive integer, got '", v.text, "'");
+       }
+     }},
+    {"--kokkos-", "",
+     "passed to Kokkos; threads: all of this process's cores\n"
+     "unless OMP_NUM_THREADS, KOKKOS_NUM_THREADS or\n"
+     "--kokkos-threads=N (or --kokkos-num-threads=N) says",
+     [](Options&, const Value&) {}},
+    {"--help", "", "", [](Options& o, const Value&) { o.help = true; }},
+    {"-h", "", "", [](Options& o, const Value&) { o.help = true; }},
+};
+
+std::string usage() {
   return "usage: gradsum-predict --params FILE --data FILE [--output FILE]\n"
          "\n"
          "Applies the model of a gradsum checkpoint (gradsum-train --checkpoint FILE)\n"
@@ -30,47 +65,15 @@ const char* usage() {
          "softmax regression, and MLP classifiers). A model trained on class names\n"
          "prints the names, and the target column may hold them. With targets, a\n"
          "last line on standard error gives the mean squared error or the accuracy.\n"
-         "\n"
-         "  --output FILE   write the lines to FILE instead (default '-', standard\n"
-         "                  output); a regular file is replaced only once complete\n"
-         "  --max-values N  refuse a data file of more than N feature values\n"
-         "                  (default 2^28, 2 GiB as doubles)\n"
-         "  --kokkos-...    passed to Kokkos; threads: all of this process's cores\n"
-         "                  unless OMP_NUM_THREADS, KOKKOS_NUM_THREADS or\n"
-         "                  --kokkos-threads=N (or --kokkos-num-threads=N) says\n";
-}
-
-struct Options {
-  std::string params, data, output = "-";
-  std::int64_t max_values = gradsum::default_max_values;
-};
-
-// A positive integer value of `flag`.
-std::int64_t parse_count(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || v < 1)
-    gradsum::fail(flag, ": expected a positive integer, got '", text, "'");
-  return v;
+         "\n" +
+         gradsum_apps::describe_flags(flags, 18);
 }
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(usage(), stdout);
-      std::exit(0);
-    }
-    if (flag.rfind("--kokkos-", 0) == 0) continue;  // Kokkos' own, e.g. --kokkos-threads=2
-    if (i + 1 >= argc) gradsum::fail(flag, ": missing value");
-    if (flag == "--params") o.params = argv[++i];
-    else if (flag == "--data") o.data = argv[++i];
-    else if (flag == "--output") o.output = argv[++i];
-    else if (flag == "--max-values") o.max_values = parse_count(flag, argv[++i]);
-    else gradsum::fail("unknown option '", flag, "' (see --help)");
-  }
+  gradsum_apps::parse_flags(flags, std::vector<std::string>(argv + 1, argv + argc), o,
+                            {"", "--help", true});
+  if (o.help) return o;
   if (o.params.empty()) gradsum::fail("--params FILE is required (see --help)");
   if (o.data.empty()) gradsum::fail("--data FILE is required (see --help)");
   if (o.output.empty()) gradsum::fail("--output: empty file name");
@@ -268,6 +271,10 @@ int main(int argc, char** argv) {
   try {
     gradsum::check_thread_flags(argc, argv);
     o = parse(argc, argv);
+    if (o.help) {
+      std::fputs(usage().c_str(), stdout);
+      return 0;
+    }
   } catch (const gradsum::Error& e) {
     std::fprintf(stderr, "gradsum-predict: error: %s\n", e.what());
     return 2;

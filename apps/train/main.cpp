@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// gradsum-train: trains a linear, logistic, softmax or MLP model on a CSV file.
+// Exit status: 0 on success, 1 on an error in the data or the run, 2 on a
+// bad command line.
+
+#include "context.hpp"
+#include "flags.hpp"
+#include "inputs.hpp"
+#include "models.hpp"
+#include "plan.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gradsum_train {
+
+#if GRADSUM_ENABLE_MPI
+Aggregation make_aggregation(const gradsum::RobustRule& rule) {
+  int ranks = 1;
+  gradsum::mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &ranks), "MPI_Comm_size");
+  return Aggregation(MPI_COMM_WORLD, ranks > 1 ? rule : gradsum::RobustRule{});
+}
+#else
+Aggregation make_aggregation(const gradsum::RobustRule&) { return Aggregation{}; }
+#endif
+
+gradsum::RobustRule robust_rule(const Options& o) {
+  if (o.aggregate == "median") return gradsum::CoordinateMedian{};
+  if (o.aggregate == "trimmed") return gradsum::TrimmedMean{o.trimmed_k};
+  if (o.aggregate == "clip") return gradsum::NormClip{o.clip_c};
+  return {};
+}
+
+namespace {
+
+// The options, or the exit status of a command line that ends the program
+// here: 0 after --help, 2 after an error.
+int read_command_line(int argc, char* argv[], Options& options) {
+  try {
+    options = parse(std::vector<std::string>(argv + 1, argv + argc));
+    if (options.help) {
+      std::fputs(usage().c_str(), stdout);
+      return 0;
+    }
+    // Values only the library can judge are still command-line errors.
+    gradsum::parse_activation(options.activation);
+    gradsum::Initializer::parse(options.init);
+    gradsum::check_thread_flags(argc, argv);
+  } catch (const gradsum::Error& e) {
+    std::fprintf(stderr, "gradsum-train: error: %s\n", e.what());
+    return 2;
+  }
+  return -1;
+}
+
+// --model's function for the spaces of part `Part` (models.hpp); -1 when
+// --space is not among them.
+template <int Part>
+int train_in_part(const Context& context, const Aggregation& aggregation) {
+  const std::string& model = context.options.model;
+  if (model == "linear" || model == "logistic") return train_linear<Part>(context, aggregation);
+  if (model == "softmax") return train_softmax<Part>(context, aggregation);
+  return train_mlp<Part>(context, aggregation);
+}
+
+// Trains --model on --space: the part of the spaces that holds it answers.
+template <int... Part>
+int train_chosen_model(const Context& context, const Aggregation& aggregation,
+                       std::integer_sequence<int, Part...>) {
+  int status = -1;
+  ((status = status >= 0 ? status : train_in_part<Part>(context, aggregation)), ...);
+  if (status < 0)
+    gradsum::fail_agreed("--space: '", wanted_space(context.options),
+                         "' is not enabled in this build; choose one of ",
+                         gradsum::enabled_space_names());
+  return status;
+}
+
+// Reads the inputs, checks that every rank has the same flags and data,
+// lists the duplicates if asked, and trains. Collective.
+int run(Context& context) {
+  const Options& options = context.options;
+  Aggregation aggregation = make_aggregation(robust_rule(options));
+  gradsum::Table whole;  // --duplicates: the rows before any split
+  // Reading can fail on one rank only (a file missing on one node): every
+  // rank learns of it in the first collective, which also compares the
+  // ranks' flags and data.
+  std::string error;
+  try {
+    whole = read_inputs(options, context.inputs);
+  } catch (const std::exception& e) {
+    error = gradsum::describe_exception(e);
+  }
+  aggregation.agree(run_signature(options, context.inputs), error);
+  error = aggregation.first_error(class_names_disagree(context.inputs.class_names, options.data));
+  if (!error.empty()) throw gradsum::AgreedError(error);
+  if (options.duplicates) {
+    report_duplicates(context, whole);
+    whole = gradsum::Table{};
+  }
+  return train_chosen_model(context, aggregation, std::make_integer_sequence<int, space_parts>());
+}
+
+}  // namespace
+}  // namespace gradsum_train
+
+int main(int argc, char* argv[]) {
+  // --plan answers "should I distribute?" from the cost model alone.
+  if (argc > 1 && std::string(argv[1]) == "--plan")
+    return gradsum_train::run_plan(std::vector<std::string>(argv + 2, argv + argc));
+  gradsum_train::Context context;
+  const int status = gradsum_train::read_command_line(argc, argv, context.options);
+  if (status >= 0) return status;
+  // A file-size limit (ulimit -f) then fails a write with EFBIG, which the
+  // writer reports, instead of killing the program mid-file.
+  std::signal(SIGXFSZ, SIG_IGN);
+  // Threads per rank that fill, not oversubscribe, the node's cores.
+  gradsum::Environment environment(argc, argv, gradsum::HostThreads::per_rank);
+  context.say.on = environment.rank() == 0;
+  context.threads = environment.thread_choice();
+  // An error on one rank alone ends every rank (see Environment::run).
+  return environment.run("gradsum-train", [&] { return gradsum_train::run(context); });
+}

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+// The models gradsum-train trains, one function per model, each defined in
+// a file of its own (linear.cpp, softmax.cpp, mlp.cpp) that is compiled
+// once per part of the execution spaces: the programs then compile on
+// several cores, and no compiler holds every template at once.
+
+#include "context.hpp"
+
+namespace gradsum_train {
+
+/// The parts the execution spaces are compiled in: part p holds the
+/// spaces at the places i of gradsum::ExecutionSpaces with i % space_parts
+/// == p (Serial and OpenMP apart); apps/CMakeLists.txt compiles each model
+/// file once per part, with GRADSUM_SPACE_PART set to it.
+constexpr int space_parts = 2;
+
+/// --model linear (squared error) or logistic (binary cross-entropy), on
+/// --space if it is in part `Part`; else -1. Collective; returns the exit status.
+template <int Part>
+int train_linear(const Context& context, const Aggregation& aggregation);
+
+/// --model softmax (softmax cross-entropy over the classes of the data), likewise.
+template <int Part>
+int train_softmax(const Context& context, const Aggregation& aggregation);
+
+/// --model mlp:… with --loss squared, logistic or softmax (the default), likewise.
+template <int Part>
+int train_mlp(const Context& context, const Aggregation& aggregation);
+
+}  // namespace gradsum_train
