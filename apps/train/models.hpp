@@ -13,8 +13,12 @@ namespace gradsum_train {
 /// The parts the execution spaces are compiled in: part p holds the
 /// spaces at the places i of gradsum::ExecutionSpaces with i % space_parts
 /// == p (Serial and OpenMP apart); apps/CMakeLists.txt compiles each model
-/// file once per part, with GRADSUM_SPACE_PART set to it.
-constexpr int space_parts = 2;
+/// file once per part, with GRADSUM_SPACE_PART set to it, and
+/// GRADSUM_SPACE_PARTS (CMake's GRADSUM_TRAIN_SPACE_PARTS) to their number.
+#ifndef GRADSUM_SPACE_PARTS
+#error "compile gradsum-train with GRADSUM_SPACE_PARTS set (apps/CMakeLists.txt)"
+#endif
+constexpr int space_parts = GRADSUM_SPACE_PARTS;
 
 /// --model linear (squared error) or logistic (binary cross-entropy), on
 /// --space if it is in part `Part`; else -1. Collective; returns the exit status.
