@@ -12,14 +12,16 @@ gradsum_kokkos_root() {
   "$root/scripts/bootstrap" ${bootstrap_options[@]+"${bootstrap_options[@]}"}
 }
 
-# gradsum_build BUILD_DIR [cmake options…]: configure (once) and build.
+# gradsum_build BUILD_DIR [cmake options…]: configure (once) and build
+# build_targets (every target when empty).
+build_targets=()
 gradsum_build() {
   local dir="$1"; shift
   local kokkos
   kokkos="$(gradsum_kokkos_root)"
   cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" \
         -DKokkos_ROOT="$kokkos" "$@"
-  cmake --build "$dir" -j "$jobs"
+  cmake --build "$dir" -j "$jobs" ${build_targets[@]+--target "${build_targets[@]}"}
 }
 
 # OpenMP defaults that Kokkos asks for; a user's own settings win.
