@@ -156,8 +156,8 @@ inline void check_safetensors_entries(const std::string& path,
     if (t.begin > t.end || t.end > data_size)
       fail(where, " has data_offsets [", t.begin, ", ", t.end, "], outside the ", data_size,
            " bytes of data (or begin > end)");
-    // Counted up to what the data can hold, so that no product overflows.
-    const std::uint64_t most = data_size / size;
+    // Counted while the bytes fit 64 bits, so that no product overflows.
+    const std::uint64_t most = UINT64_MAX / size;
     const bool empty = std::find(t.shape.begin(), t.shape.end(), 0u) != t.shape.end();
     bool huge = false;
     std::uint64_t elements = empty ? 0 : 1;
@@ -171,7 +171,7 @@ inline void check_safetensors_entries(const std::string& path,
     }
     if (huge || elements * size != t.end - t.begin)
       fail(where, " of dtype ", t.dtype, " and shape ", shape_text(t.shape), " needs ",
-           huge ? std::string("more bytes than the file holds")
+           huge ? std::string("more than 2^64 bytes")
                 : concat(elements * size, " bytes"),
            ", but its data_offsets [", t.begin, ", ", t.end, "] hold ", t.end - t.begin);
   }
