@@ -74,6 +74,7 @@
 #include <gradsum/train/fit.hpp>
 #include <gradsum/train/metrics.hpp>
 #include <gradsum/train/model_file.hpp>
+#include <gradsum/train/parameter_file.hpp>
 #include <gradsum/train/objective.hpp>
 #include <gradsum/train/predict.hpp>
 #include <gradsum/train/running_averages.hpp>

@@ -255,6 +255,21 @@ inline Safetensors decode_safetensors(const std::string& path, const std::string
   return s;
 }
 
+/// Whether `path` is a regular file that starts as a safetensors file
+/// does: a header length that fits the file, then '{' (text, a checkpoint
+/// or a CSV file never does). False for a file that cannot be opened. Not
+/// a check of the file: read_safetensors makes those.
+inline bool looks_like_safetensors(const std::string& path) {
+  try {
+    detail::InputFile file(path, "gradsum::looks_like_safetensors", "a safetensors file");
+    char head[9] = {};
+    if (file.read_up_to(head, 9) < 9 || head[8] != '{') return false;
+    return detail::load_u64_le(head) <= file.size() - 8;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 /// Reads and checks the safetensors file `path` (a regular file): its
 /// header length against the file's length and safetensors_max_header,
 /// then its header (see decode_safetensors), then `check_header(s)` on the
