@@ -9,10 +9,13 @@
 # - --init-params from the model file, or from --save-params' text, starts
 #   --print-gradient where --resume from the checkpoint does, and a run of
 #   0 epochs from it saves the same parameters again;
-# - files that do not fit are refused, naming the flag and the tensor.
-# usage: save_model.sh GRADSUM_TRAIN GRADSUM_PREDICT DATA_FOLDER
+# - files that do not fit are refused, naming the flag and the tensor;
+# - with MPIEXEC, 2 ranks (--reduce reproducible) write the bytes 1 rank
+#   writes: the file depends on neither the rank count nor the optimizer's
+#   state.
+# usage: save_model.sh GRADSUM_TRAIN GRADSUM_PREDICT DATA_FOLDER [MPIEXEC NUMPROC_FLAG]
 set -euo pipefail
-train="$1" predict="$2" data="$3"
+train="$1" predict="$2" data="$3" mpiexec="${4:-}" np_flag="${5:-}"
 source "$(dirname "$0")/common.sh"
 plain_entries
 in_work_dir save_model
@@ -87,5 +90,16 @@ sed 's/layers\.1\.bias/layers.1.bogs/' model.safetensors >renamed.safetensors
 expect 1 "'renamed.safetensors': tensor 'layers.1.bias' (shape [3]) is missing" \
   "gradsum-predict with a tensor renamed" -- \
   "$predict" --params renamed.safetensors --data "$iris"
+if [[ -n "$mpiexec" ]]; then
+  same=(--data "$iris" --model mlp:8 --activation tanh --standardize --optimizer adam
+        --batch 32 --epochs 2 --reduce reproducible --progress off)
+  "$train" "${same[@]}" --save-model one.safetensors >/dev/null
+  "$mpiexec" "$np_flag" 2 "$train" "${same[@]}" --save-model two.safetensors >/dev/null
+  if cmp -s one.safetensors two.safetensors; then
+    passed "2 ranks write the model file 1 rank writes"
+  else
+    bad "the model files of 1 and 2 ranks differ"
+  fi
+fi
 echo "save_model.sh: $failed failed"
 ((failed == 0))

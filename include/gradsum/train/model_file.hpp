@@ -425,7 +425,9 @@ ModelNotes load_model(const std::string& path, const Model& model, const Theta& 
 /// describe() and from_description()), its parameters as `Scalar`s in
 /// `MemorySpace`, and its notes:
 ///
-///     auto [net, theta, notes] = gradsum::load_model<gradsum::MLP, float>("net.safetensors");
+///     const auto saved = gradsum::load_model<gradsum::MLP, float>("net.safetensors");
+///     const gradsum::MLP net = saved.model;  // a kernel captures copies
+///     const auto theta = saved.theta;
 ///
 /// Throws gradsum::Error naming the file and the tensor or key on any
 /// problem. Blocking; not collective.
