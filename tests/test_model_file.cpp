@@ -46,7 +46,7 @@ std::vector<double> outputs(const Model& model, const Theta& theta, const std::v
   using Scalar = typename Theta::non_const_value_type;
   const std::int64_t n = std::int64_t(x.size()) / model.num_features();
   Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace> xs("x", n, model.num_features());
-  for (std::int64_t j = 0; j < std::int64_t(x.size()); ++j) xs.data()[j] = Scalar(x[std::size_t(j)]);
+  for (std::size_t j = 0; j < x.size(); ++j) xs.data()[j] = Scalar(x[j]);
   Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace> z("z", n, model.num_outputs());
   gradsum::predict(Kokkos::DefaultHostExecutionSpace(), model, theta, xs, z);
   return std::vector<double>(z.data(), z.data() + z.size());

@@ -60,13 +60,14 @@ std::string usage() {
          "Applies the model of a gradsum checkpoint (gradsum-train --checkpoint FILE)\n"
          "or of a safetensors model file (gradsum-train --save-model FILE,\n"
          "gradsum::save_model) to every row of a CSV file, after the feature scaling\n"
-         "stored with it (--standardize). The file holds the model's features, optionally followed\n"
-         "by the target (in its last column); an optional header row is skipped.\n"
-         "Prints one line per row: the value (linear regression, or an MLP trained\n"
-         "with the squared error), or the class and its probability (logistic and\n"
-         "softmax regression, and MLP classifiers). A model trained on class names\n"
-         "prints the names, and the target column may hold them. With targets, a\n"
-         "last line on standard error gives the mean squared error or the accuracy.\n"
+         "stored with it (--standardize). The file holds the model's features,\n"
+         "optionally followed by the target (in its last column); an optional header\n"
+         "row is skipped. Prints one line per row: the value (linear regression, or\n"
+         "an MLP trained with the squared error), or the class and its probability\n"
+         "(logistic and softmax regression, and MLP classifiers). A model trained on\n"
+         "class names prints the names, and the target column may hold them. With\n"
+         "targets, a last line on standard error gives the mean squared error or the\n"
+         "accuracy.\n"
          "\n" +
          gradsum_apps::describe_flags(flags, 18);
 }

@@ -110,8 +110,8 @@ struct has_from_description<M, std::void_t<decltype(M::from_description(std::str
 template <class M, class = void>
 struct has_parameter_tensors : std::false_type {};
 template <class M>
-struct has_parameter_tensors<M, std::void_t<decltype(std::declval<const M&>().parameter_tensors())>>
-    : std::true_type {};
+struct has_parameter_tensors<
+    M, std::void_t<decltype(std::declval<const M&>().parameter_tensors())>> : std::true_type {};
 
 /// `std::int64_t architecture() const`: the shape beyond the sizes, for the
 /// workers' signature (MLP: widths and activations).

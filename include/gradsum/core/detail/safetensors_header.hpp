@@ -44,21 +44,14 @@ class SafetensorsHeaderParser {
   void parse(std::vector<std::pair<std::string, std::string>>& metadata,
              std::vector<SafetensorsTensor>& tensors) {
     std::set<std::string> names;
-    expect('{', "'{' opening the header");
-    bool first = true;
-    while (!accept('}')) {
-      if (!first) expect(',', "',' or '}' after a tensor entry");
-      first = false;
-      const std::size_t at = at_;
-      std::string name = string("a tensor name");
+    object("the header", "a tensor name", [&](std::string name, std::size_t at) {
       if (!names.insert(name).second)
         fail(where(at), "the name ", quote_text(name), " appears twice");
-      expect(':', "':' after a name");
       if (name == "__metadata__")
         parse_metadata(metadata);
       else
         tensors.push_back(tensor(std::move(name)));
-    }
+    });
     skip_space();
     if (at_ != text_.size()) bad("nothing after the header's closing '}' but spaces");
   }
@@ -67,7 +60,7 @@ class SafetensorsHeaderParser {
   std::string where(std::size_t at) const {
     return concat(function_, ": '", path_, "': header byte ", 8 + at, ": ");
   }
-  [[noreturn]] void bad(const char* expected) const {
+  [[noreturn]] void bad(const std::string& expected) const {
     if (at_ >= text_.size())
       fail(where(at_), "the header ends where ", expected, " was expected");
     fail(where(at_), "expected ", expected, ", found ", quote_text(text_.substr(at_, 1)));
@@ -84,6 +77,22 @@ class SafetensorsHeaderParser {
   }
   void expect(char c, const char* what) {
     if (!accept(c)) bad(what);
+  }
+
+  // An object `{ "key": value, … }` (`what` in messages, its keys `keys`):
+  // member(key, byte of the key) parses each value.
+  template <class Member>
+  void object(const char* what, const char* keys, const Member& member) {
+    if (!accept('{')) bad(concat("'{' opening ", what));
+    bool first = true;
+    while (!accept('}')) {
+      if (!first && !accept(',')) bad(concat("',' or '}' in ", what));
+      first = false;
+      const std::size_t at = at_;
+      std::string key = string(keys);
+      expect(':', "':' after a key");
+      member(std::move(key), at);
+    }
   }
 
   unsigned hex_digit() {
@@ -192,32 +201,19 @@ class SafetensorsHeaderParser {
 
   void parse_metadata(std::vector<std::pair<std::string, std::string>>& metadata) {
     std::set<std::string> keys;
-    expect('{', "'{' opening __metadata__");
-    bool first = true;
-    while (!accept('}')) {
-      if (!first) expect(',', "',' or '}' in __metadata__");
-      first = false;
-      const std::size_t at = at_;
-      std::string key = string("a __metadata__ key");
+    object("__metadata__", "a __metadata__ key", [&](std::string key, std::size_t at) {
       if (!keys.insert(key).second)
         fail(where(at), "the __metadata__ key ", quote_text(key), " appears twice");
-      expect(':', "':' after a __metadata__ key");
       metadata.emplace_back(std::move(key), string("a string value in __metadata__"));
-    }
+    });
   }
 
   SafetensorsTensor tensor(std::string name) {
     SafetensorsTensor t;
     t.name = std::move(name);
     bool dtype = false, shape = false, offsets = false;
-    expect('{', "'{' opening a tensor entry");
-    bool first = true;
-    while (!accept('}')) {
-      if (!first) expect(',', "',' or '}' in a tensor entry");
-      first = false;
-      const std::size_t at = at_;
-      const std::string key = string("a key of a tensor entry");
-      expect(':', "':' after a key");
+    const char* keys = "a key of a tensor entry";
+    object("a tensor entry", keys, [&](const std::string& key, std::size_t at) {
       bool* seen = key == "dtype" ? &dtype : key == "shape" ? &shape
                    : key == "data_offsets"                ? &offsets
                                                           : nullptr;
@@ -238,7 +234,7 @@ class SafetensorsHeaderParser {
         t.begin = o[0];
         t.end = o[1];
       }
-    }
+    });
     if (!(dtype && shape && offsets))
       fail(where(at_ - 1), "tensor ", quote_text(t.name), " lacks ",
            !dtype ? "dtype" : !shape ? "shape" : "data_offsets");
