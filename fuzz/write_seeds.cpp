@@ -166,12 +166,13 @@ int main(int argc, char* argv[]) {
     args_seed(dir, "step_schedule", {"--data", "d.csv", "--schedule", "step:10:0.5",
                                      "--reduce", "reproducible", "--aggregate", "trimmed:1",
                                      "--workers", "4", "--accumulate", "2"});
+    args_seed(dir, "init", {"--data", "d.csv", "--init-params", "p.txt", "--print-gradient"});
     args_seed(dir, "lbfgs", {"--data", "d.csv", "--optimizer", "lbfgs", "--history", "5",
                              "--line-search", "armijo", "--max-steps", "100", "--grad-tol",
                              "1e-6", "--loss-tol", "1e-9", "--on-nonfinite", "skip"});
     args_seed(dir, "files", {"--data", "d.csv", "--log", "log.csv", "--checkpoint", "c.ckpt",
                              "--checkpoint-every", "2", "--resume", "old.ckpt", "--save-params",
-                             "p.txt", "--early-stop", "3", "--validation", "0.1",
+                             "p.safetensors", "--save-model", "m.safetensors", "--early-stop", "3", "--validation", "0.1",
                              "--progress", "off", "--target-column", "0", "--space", "serial",
                              "--aggregate", "clip:2.5", "--kokkos-threads=2", "--print-gradient"});
     args_seed(dir, "help", {"--help"});

@@ -13,6 +13,10 @@
 
 #include <gradsum/train/model_file.hpp>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -279,6 +283,32 @@ TEST_CASE("load_model: files that do not fit the model are refused naming the te
   scaler.metadata = {{"gradsum.scaler.mean", "1,2,3"}, {"gradsum.scaler.scale", "1,0x,1"}};
   CHECK(refused(scaler).find("__metadata__ gradsum.scaler.scale value 2 is '0x', expected a "
                              "finite number") != std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("load_model: a file declaring 1 GB of tensors is refused before its data is read") {
+  // A valid safetensors file (sparse: it takes no disk) whose one tensor
+  // of 2^28 floats does not fit Linear(3): refused from the header, with
+  // no growth of the peak memory the size of its data.
+  const std::string path = temp_path("huge_tensor.safetensors");
+  std::string header = "{\"weight\":{\"dtype\":\"F32\",\"shape\":[268435456],"
+                       "\"data_offsets\":[0,1073741824]}}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string head(8, '\0');
+  for (int k = 0; k < 8; ++k) head[std::size_t(k)] = char((header.size() >> (8 * k)) & 0xff);
+  head += header;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, head.data(), head.size()) == ::ssize_t(head.size()));
+  REQUIRE(::ftruncate(fd, ::off_t(head.size() + 1073741824)) == 0);
+  ::close(fd);
+  rusage before{}, after{};
+  ::getrusage(RUSAGE_SELF, &before);
+  Kokkos::View<double*, Kokkos::HostSpace> theta("theta", 4);
+  CHECK(error_of([&] { gradsum::load_model(path, gradsum::Linear(3), theta); })
+            .find("tensor 'weight' has shape [268435456], expected [1, 3]") != std::string::npos);
+  ::getrusage(RUSAGE_SELF, &after);
+  CHECK(after.ru_maxrss - before.ru_maxrss < 64 * 1024);  // kilobytes
   std::remove(path.c_str());
 }
 
