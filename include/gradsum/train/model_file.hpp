@@ -33,6 +33,7 @@
 #include <gradsum/train/checkpoint.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -89,16 +90,23 @@ inline std::string numbers_text(const std::vector<double>& values) {
   return out;
 }
 
+/// Whether `text` is exactly one finite number as std::strtod reads it
+/// (nothing before or after it), stored in `value`.
+inline bool parse_finite(const std::string& text, double& value) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  char* end = nullptr;
+  value = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size() && std::isfinite(value);
+}
+
 inline std::vector<double> parse_numbers(const std::string& path, const char* key,
                                          const std::string& text) {
   std::vector<double> out;
   for (std::size_t start = 0; !text.empty();) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string token = text.substr(start, comma - start);
-    char* end = nullptr;
-    const double v = token.empty() || token[0] == ' ' ? 0 : std::strtod(token.c_str(), &end);
-    if (token.empty() || token[0] == ' ' || end != token.c_str() + token.size() ||
-        !std::isfinite(v))
+    double v = 0;
+    if (!parse_finite(token, v))
       fail("gradsum::load_model: '", path, "': __metadata__ ", key, " value ", out.size() + 1,
            " is ", quote_text(token), ", expected a finite number");
     out.push_back(v);

@@ -12,9 +12,7 @@
 #include <gradsum/data/lines.hpp>
 #include <gradsum/train/model_file.hpp>
 
-#include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -34,9 +32,8 @@ inline std::vector<double> read_parameter_lines(const std::string& path, std::in
   while (lines.next(line)) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const std::string text(line);
-    char* end = nullptr;
-    const double v = text.empty() || text[0] == ' ' ? 0 : std::strtod(text.c_str(), &end);
-    if (text.empty() || text[0] == ' ' || end != text.c_str() + text.size() || !std::isfinite(v))
+    double v = 0;
+    if (!parse_finite(text, v))
       fail(path, ':', lines.line_number(), ": ", quote_text(text),
            " is not a finite number (a parameter file holds one value per line)");
     if (std::int64_t(values.size()) == n)
