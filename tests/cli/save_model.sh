@@ -4,7 +4,7 @@
 # --init-params, and gradsum-predict on a model file:
 # - gradsum-predict prints the same lines and summary from the model file
 #   as from the checkpoint of the same run (softmax with its scaling, an
-#   MLP, least squares);
+#   MLP, least squares, class names);
 # - --save-params FILE.safetensors writes the bytes --save-model writes;
 # - --init-params from the model file, or from --save-params' text, starts
 #   --print-gradient where --resume from the checkpoint does, and a run of
@@ -41,6 +41,11 @@ same_prediction mlp "$iris" --model mlp:8 --activation tanh --standardize --opti
   --lr 0.05 --batch 16 --epochs 5
 same_prediction linear "$data/breast_cancer.csv" --model linear --standardize \
   --optimizer newton --epochs 2
+# Class names: the model file keeps them, gradsum-predict prints them.
+awk -F, 'BEGIN { OFS = ","; split("setosa versicolor virginica", name, " ") }
+  NR == 1 { print; next } { $NF = name[$NF + 1]; print }' "$iris" >names.csv
+same_prediction names names.csv --model softmax --optimizer lbfgs --epochs 10
+grep -q "^versicolor " names.st.out || bad "names: no class printed by name: $(head -2 names.st.out)"
 
 "$train" --data "$iris" --model mlp:8 --activation tanh --standardize --epochs 2 --progress off \
   --seed 3 --save-params params.safetensors --save-model model.safetensors \
