@@ -11,6 +11,9 @@ and, where it is installed, PyTorch.
                         same tensors without metadata in DIR/bare.safetensors,
                         rows in DIR/rows.csv and Python's predictions for
                         them in DIR/expected.txt; torch: exit 77 without it
+  torchload FILE CSV OUT  loads FILE, a file gradsum wrote for that MLP, into
+                        the nn.Module with load_state_dict(strict=True) and
+                        writes its predictions for the rows of CSV to OUT
   compare A B           the numbers of files A and B agree to 1e-12
 """
 import json
@@ -95,7 +98,8 @@ def numpy_model(rng):
     return tensors, predict
 
 
-def torch_model():
+def torch_net():
+    """PyTorch's module for mlp:4-8(tanh)-1, its seed set; exit 77 without torch."""
     try:
         import torch
     except ImportError:
@@ -110,7 +114,11 @@ def torch_model():
 
         def forward(self, x):
             return self.layers[1](torch.tanh(self.layers[0](x)))
+    return torch, Net
 
+
+def torch_model():
+    torch, Net = torch_net()
     net = Net()
     tensors = [(name, t.detach().numpy()) for name, t in net.state_dict().items()]
     wide = Net().double()
@@ -138,6 +146,17 @@ def write(kind, folder):
             out.write('%.17g\n' % v)
 
 
+def torch_load(path, rows, out):
+    torch, Net = torch_net()
+    _, tensors = read_safetensors(path)
+    net = Net().double()
+    net.load_state_dict({k: torch.from_numpy(v.astype(np.float64)) for k, v in tensors.items()},
+                        strict=True)
+    x = np.loadtxt(rows, delimiter=',', ndmin=2)[:, :4]
+    with torch.no_grad():
+        np.savetxt(out, net(torch.from_numpy(x)).numpy()[:, 0], fmt='%.17g')
+
+
 def compare(a, b):
     x = np.loadtxt(a, ndmin=1)
     y = np.loadtxt(b, ndmin=1)
@@ -152,5 +171,7 @@ if __name__ == '__main__':
         check_read(sys.argv[2], sys.argv[3])
     elif command == 'write':
         write(sys.argv[2], sys.argv[3])
+    elif command == 'torchload':
+        torch_load(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         compare(sys.argv[2], sys.argv[3])

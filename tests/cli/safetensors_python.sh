@@ -7,7 +7,9 @@
 #   numpy, torch: a file Python writes in PyTorch's layout (torch: from an
 #          nn.Module's state_dict; exit 77 without torch) is applied by
 #          gradsum-predict as Python computes it, and loaded without
-#          metadata by --init-params, saved again and applied, identically.
+#          metadata by --init-params, saved again and applied, identically;
+#          torch: that file gradsum saved loads into the nn.Module with
+#          load_state_dict(strict=True) and predicts the same.
 # usage: safetensors_python.sh read|numpy|torch PYTHON GRADSUM_TRAIN GRADSUM_PREDICT DATA_FOLDER
 set -euo pipefail
 mode="$1" python="$2" train="$3" predict="$4" data="$5"
@@ -36,4 +38,9 @@ fi
   --progress off --init-params bare.safetensors --save-model again.safetensors >/dev/null
 "$predict" --params again.safetensors --data rows.csv >again.txt 2>/dev/null
 cmp predicted.txt again.txt || { echo "FAILED: gradsum's own copy predicts otherwise"; exit 1; }
+if [[ "$mode" == torch ]]; then
+  # The file gradsum wrote loads into the nn.Module (strict names and shapes).
+  "$python" "$script" torchload again.safetensors rows.csv torch.txt
+  "$python" "$script" compare torch.txt again.txt
+fi
 echo "gradsum applies the file Python wrote ($mode) as Python does"
