@@ -6,6 +6,7 @@
 
 #include "inputs.hpp"
 
+#include <gradsum/core/safetensors.hpp>
 #include <gradsum/train/checkpoint_format.hpp>
 #include <train/flags.hpp>
 
@@ -48,6 +49,14 @@ void checkpoint_seed(const std::filesystem::path& dir, const std::string& name,
   if (gradsum::encode_checkpoint(gradsum::decode_checkpoint(name, bytes)) != bytes)
     throw std::runtime_error(name + ": does not round-trip");
   write(dir / "checkpoint", name, bytes);
+}
+
+void safetensors_seed(const std::filesystem::path& dir, const std::string& name,
+                      const gradsum::Safetensors& s) {
+  const std::string bytes = gradsum::encode_safetensors(s);
+  if (gradsum::encode_safetensors(gradsum::decode_safetensors(name, bytes)) != bytes)
+    throw std::runtime_error(name + ": does not round-trip");
+  write(dir / "safetensors", name, bytes);
 }
 
 void args_seed(const std::filesystem::path& dir, const std::string& name,
@@ -128,6 +137,22 @@ int main(int argc, char* argv[]) {
     c.scaler = {};
     c.loop.clear();
     checkpoint_seed(dir, "mlp_sgd_float.ckpt", c);
+    // safetensors: a model file as save_model writes it, and one in the
+    // form of other writers (no metadata, other dtypes, a scalar).
+    gradsum::Safetensors s;
+    s.metadata = {{"gradsum.model", "mlp:2-3(tanh)-1"}, {"gradsum.features", "2"},
+                  {"gradsum.outputs", "1"}, {"gradsum.class.0", "b\xc3\xa9nin"}};
+    s.append("layers.0.weight", {3, 2}, {0.5, -1, 2, 0.25, 1e-3, 7}, 4);
+    s.append("layers.0.bias", {3}, {0, 1, -1}, 4);
+    s.append("layers.1.weight", {1, 3}, {1, 2, 3}, 8);
+    s.append("layers.1.bias", {1}, {0.5}, 8);
+    safetensors_seed(dir, "mlp.safetensors", s);
+    gradsum::Safetensors other;
+    other.append("weight", {1, 2}, {1, 2}, 4);
+    other.append("bias", {}, {3}, 8);
+    other.tensors.push_back({"steps", "I64", {1}, other.data.size(), other.data.size() + 8});
+    other.data += std::string(8, '\0');
+    safetensors_seed(dir, "other.safetensors", other);
     // gradsum-train command lines.
     args_seed(dir, "demo", {"--data", "breast_cancer.csv", "--model", "logistic", "--standardize",
                             "--lr", "0.5", "--epochs", "3", "--batch", "64"});
@@ -141,12 +166,13 @@ int main(int argc, char* argv[]) {
     args_seed(dir, "step_schedule", {"--data", "d.csv", "--schedule", "step:10:0.5",
                                      "--reduce", "reproducible", "--aggregate", "trimmed:1",
                                      "--workers", "4", "--accumulate", "2"});
+    args_seed(dir, "init", {"--data", "d.csv", "--init-params", "p.txt", "--print-gradient"});
     args_seed(dir, "lbfgs", {"--data", "d.csv", "--optimizer", "lbfgs", "--history", "5",
                              "--line-search", "armijo", "--max-steps", "100", "--grad-tol",
                              "1e-6", "--loss-tol", "1e-9", "--on-nonfinite", "skip"});
     args_seed(dir, "files", {"--data", "d.csv", "--log", "log.csv", "--checkpoint", "c.ckpt",
                              "--checkpoint-every", "2", "--resume", "old.ckpt", "--save-params",
-                             "p.txt", "--early-stop", "3", "--validation", "0.1",
+                             "p.safetensors", "--save-model", "m.safetensors", "--early-stop", "3", "--validation", "0.1",
                              "--progress", "off", "--target-column", "0", "--space", "serial",
                              "--aggregate", "clip:2.5", "--kokkos-threads=2", "--print-gradient"});
     args_seed(dir, "help", {"--help"});

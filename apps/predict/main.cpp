@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// gradsum-predict: applies a model saved by gradsum-train (--checkpoint)
-// to new data, with the feature scaling saved alongside it.
+// gradsum-predict: applies a model saved by gradsum-train (--checkpoint,
+// --save-model) or gradsum::save_model to new data, with the feature
+// scaling saved alongside it.
 // Exit status: 0 on success, 1 on an error in the files, 2 on a bad
 // command line.
 
@@ -57,14 +58,16 @@ std::string usage() {
   return "usage: gradsum-predict --params FILE --data FILE [--output FILE]\n"
          "\n"
          "Applies the model of a gradsum checkpoint (gradsum-train --checkpoint FILE)\n"
-         "to every row of a CSV file, after the feature scaling stored with it\n"
-         "(--standardize). The file holds the model's features, optionally followed\n"
-         "by the target (in its last column); an optional header row is skipped.\n"
-         "Prints one line per row: the value (linear regression, or an MLP trained\n"
-         "with the squared error), or the class and its probability (logistic and\n"
-         "softmax regression, and MLP classifiers). A model trained on class names\n"
-         "prints the names, and the target column may hold them. With targets, a\n"
-         "last line on standard error gives the mean squared error or the accuracy.\n"
+         "or of a safetensors model file (gradsum-train --save-model FILE,\n"
+         "gradsum::save_model) to every row of a CSV file, after the feature scaling\n"
+         "stored with it (--standardize). The file holds the model's features,\n"
+         "optionally followed by the target (in its last column); an optional header\n"
+         "row is skipped. Prints one line per row: the value (linear regression, or\n"
+         "an MLP trained with the squared error), or the class and its probability\n"
+         "(logistic and softmax regression, and MLP classifiers). A model trained on\n"
+         "class names prints the names, and the target column may hold them. With\n"
+         "targets, a last line on standard error gives the mean squared error or the\n"
+         "accuracy.\n"
          "\n" +
          gradsum_apps::describe_flags(flags, 18);
 }
@@ -134,6 +137,22 @@ void check_sizes(const gradsum::CheckpointData& c, const std::string& params) {
                   c.num_outputs, " outputs, but a ", c.model, " model of ",
                   c.num_features, " features has ", parameters, " and ", outputs,
                   " (the file is corrupted)");
+}
+
+// A model file's fields as a checkpoint's, for the code they share (its
+// parameters are read once the model is built). Without a loss, one
+// output is a value (regression), several are class logits.
+gradsum::CheckpointData as_checkpoint(const gradsum::ModelFile& f) {
+  gradsum::CheckpointData c;
+  c.model = f.model;
+  c.num_features = f.num_features;
+  c.num_outputs = f.num_outputs;
+  c.loss = !f.notes.loss.empty()   ? f.notes.loss
+           : f.num_outputs == 1    ? "squared_error"
+                                   : "softmax_cross_entropy";
+  c.scaler = f.notes.scaler;
+  c.class_names = f.notes.class_names;
+  return c;
 }
 
 // The model's predictions for every row of the table, computed by
@@ -221,18 +240,20 @@ void print_class(gradsum::OutputFile& out, const gradsum::CheckpointData& c, int
 }
 
 template <class Model>
-void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum::Table& table,
-             bool targets, gradsum::OutputFile& out, const std::string& params) {
+void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum::ModelFile* file,
+             const gradsum::Table& table, bool targets, gradsum::OutputFile& out,
+             const std::string& params) {
   // Every size the loop below indexes with must be the model's own (an MLP
-  // checkpoint's sizes are not checked by check_sizes).
-  if (model.num_parameters() != c.num_parameters || model.num_features() != c.num_features ||
-      model.num_outputs() != c.num_outputs)
+  // checkpoint's sizes are not checked by check_sizes; a model file's
+  // tensors are checked against the model by model_parameters).
+  if ((!file && model.num_parameters() != c.num_parameters) ||
+      model.num_features() != c.num_features || model.num_outputs() != c.num_outputs)
     gradsum::fail("model '", c.model, "' takes ", model.num_features(), " features and has ",
                   model.num_outputs(), " outputs and ", model.num_parameters(),
                   " parameters, but the checkpoint declares ", c.num_features, ", ",
                   c.num_outputs, " and ", c.num_parameters, " (the file is corrupted)");
   if (targets) check_targets(table, c, params);
-  const std::vector<double> theta = c.parameters();
+  const std::vector<double> theta = file ? gradsum::model_parameters(*file, model) : c.parameters();
   const bool regression = c.loss == "squared_error";
   const Predictions predicted = predict_rows(model, theta, table, regression);
   double squared = 0;
@@ -282,8 +303,13 @@ int main(int argc, char** argv) {
   gradsum::translate_kokkos_thread_flag(argc, argv);
   Kokkos::ScopeGuard kokkos(argc, argv);  // for gradsum::predict, on the host
   try {
-    const gradsum::CheckpointData c = gradsum::read_checkpoint(o.params);
-    check_sizes(c, o.params);
+    gradsum::ModelFile model_file;
+    const bool safetensors = gradsum::looks_like_safetensors(o.params);
+    if (safetensors) model_file = gradsum::read_model_file(o.params);
+    const gradsum::ModelFile* file = safetensors ? &model_file : nullptr;
+    const gradsum::CheckpointData c =
+        safetensors ? as_checkpoint(model_file) : gradsum::read_checkpoint(o.params);
+    if (!safetensors) check_sizes(c, o.params);
     check_class_names(c, o.params);
     gradsum::CsvOptions csv;
     csv.class_names = !c.class_names.empty();
@@ -297,13 +323,13 @@ int main(int argc, char** argv) {
     const bool one_output = c.loss == "squared_error" || c.loss == "binary_cross_entropy";
     const std::string mlp = "mlp:";
     if (c.model == "linear" && one_output)
-      predict(gradsum::Linear(d), c, table, targets, out, o.params);
+      predict(gradsum::Linear(d), c, file, table, targets, out, o.params);
     else if (c.model == "softmax" && c.loss == "softmax_cross_entropy")
-      predict(gradsum::Softmax(d, k), c, table, targets, out, o.params);
+      predict(gradsum::Softmax(d, k), c, file, table, targets, out, o.params);
     else if (c.model.compare(0, mlp.size(), mlp) == 0 &&
              (one_output || c.loss == "softmax_cross_entropy")) {
       const auto net = gradsum::MLP::from_description(c.model.substr(mlp.size()));
-      predict(net, c, table, targets, out, o.params);
+      predict(net, c, file, table, targets, out, o.params);
     }
     else
       gradsum::fail("'", o.params, "' holds model ", c.model, " with loss ", c.loss,

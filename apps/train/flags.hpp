@@ -210,8 +210,25 @@ inline const std::vector<gradsum_apps::Flag<Options>> flags = {
      [](Options& o, const Value& v) { o.space = v.text; }, same<&Options::space>},
     {"--save-params", "FILE",
      "write the parameters, one per line ('-': standard\n"
-     "output)",
+     "output); FILE.safetensors: as --save-model",
      [](Options& o, const Value& v) { o.save_params = v.file(); }, given<&Options::save_params>},
+    {"--save-model", "FILE",
+     "write the trained model for inference: architecture,\n"
+     "parameters, scaling, class names, as safetensors\n"
+     "(gradsum-predict and gradsum::load_model read it)",
+     [](Options& o, const Value& v) {
+       o.save_model = v.file();
+       if (o.save_model == "-")
+         gradsum::fail(v.flag, ": '-' (standard output) cannot hold a binary model file; "
+                       "name a file");
+     },
+     given<&Options::save_model>},
+    {"--init-params", "FILE",
+     "start from the parameters in FILE: safetensors (a\n"
+     "--save-model file, or PyTorch's layout) or one value\n"
+     "per line (as --save-params writes); also for\n"
+     "--print-gradient",
+     [](Options& o, const Value& v) { o.init_params = v.file(); }, given<&Options::init_params>},
     {"--progress", "P",
      "auto (a bar on a terminal, else one line per epoch),\n"
      "on (always the bar) or off (default auto)",
@@ -269,9 +286,9 @@ inline const std::vector<gradsum_apps::Flag<Options>> flags = {
      [](Options& o, const Value&) { o.watch_workers = true; }, same<&Options::watch_workers>},
     {"--print-gradient", "",
      "print the objective and its gradient at the starting\n"
-     "parameters (zero; an MLP's initialized ones), or with\n"
-     "--resume FILE at the checkpoint's, one value per line,\n"
-     "and exit",
+     "parameters (zero; an MLP's initialized ones; with\n"
+     "--init-params FILE, those), or with --resume FILE at\n"
+     "the checkpoint's, one value per line, and exit",
      [](Options& o, const Value&) { o.print_gradient = true; }, same<&Options::print_gradient>},
     {"--duplicates", "",
      "list the groups of rows with identical features and\n"
@@ -311,9 +328,10 @@ inline std::string usage() {
          "says otherwise, each process takes its cores divided by the ranks on its\n"
          "node (the first line of output says how many).\n"
          "\n"
-         "Files written (--save-params, --log, --checkpoint) replace their target only\n"
-         "once complete, through a temporary file beside it; a symbolic link keeps\n"
-         "pointing at the updated file; a FIFO or device is written in place.\n"
+         "Files written (--save-params, --save-model, --log, --checkpoint) replace\n"
+         "their target only once complete, through a temporary file beside it; a\n"
+         "symbolic link keeps pointing at the updated file; a FIFO or device is\n"
+         "written in place.\n"
          "\n"
          "gradsum-train --plan [--help] predicts whether distributing a job pays.\n";
 }
@@ -340,6 +358,9 @@ inline void check_combinations(const Options& o, const std::vector<std::string>&
                   "gradient alone");
   if (o.checkpoint_every > 0 && o.checkpoint.empty())
     gradsum::fail("--checkpoint-every: needs --checkpoint FILE");
+  if (!o.init_params.empty() && !o.resume.empty())
+    gradsum::fail("--init-params: does not combine with --resume, which continues from the "
+                  "checkpoint's parameters");
   if (!o.suspects_out.empty() && o.suspects == 0)
     gradsum::fail("--suspects-out: needs --suspects K (how many rows to write)");
   if (o.suspects > 0 && o.print_gradient)

@@ -80,6 +80,8 @@ struct Options {
   int target_column = -1;
   std::int64_t max_values = gradsum::default_max_values;  // --max-values: the table's bound
   std::string save_params;
+  std::string save_model;   // --save-model: the model as safetensors
+  std::string init_params;  // --init-params: starting parameters (safetensors or text)
   std::string progress = "auto";      // auto | on | off
   std::string log;                    // CSV log of every update
   std::string checkpoint;             // checkpoint file, written at the end

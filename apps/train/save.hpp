@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 
-// What gradsum-train writes once training ends (--save-params; the
-// checkpoints are a callback's), and the work only rank 0 does.
+// What gradsum-train writes once training ends (--save-params,
+// --save-model; the checkpoints are a callback's), the work only rank 0
+// does, and the parameters it may start from (--init-params).
 
 #include "context.hpp"
 
@@ -40,15 +41,55 @@ template <class Aggregation>
 void check_outputs(Aggregation& aggregation, const Options& o) {
   if (!o.save_params.empty())
     on_rank0(aggregation, [&] { gradsum::OutputFile::check(o.save_params, "--save-params"); });
+  if (!o.save_model.empty())
+    on_rank0(aggregation, [&] { gradsum::OutputFile::check(o.save_model, "--save-model"); });
   if (!o.suspects_out.empty())
     on_rank0(aggregation, [&] { gradsum::OutputFile::check(o.suspects_out, "--suspects-out"); });
 }
 
-/// --save-params, written by rank 0. Collective.
-template <class Aggregation, class Theta>
-void save_params(Aggregation& aggregation, const Options& o, const Theta& theta) {
-  if (!o.save_params.empty())
-    on_rank0(aggregation, [&] { write_params(o.save_params, host_values(theta)); });
+inline bool ends_with(const std::string& text, const std::string& end) {
+  return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+}
+
+/// The model of `step` with `theta` as a safetensors file at `path`, with
+/// what gradsum-predict needs to apply it (loss, scaling, class names),
+/// written by rank 0. Collective.
+template <class Step, class Theta>
+void write_model(const Context& context, Step& step, const Theta& theta, const std::string& path) {
+  gradsum::ModelNotes notes;
+  notes.scaler = context.inputs.scaler;
+  notes.class_names = context.inputs.class_names;
+  gradsum::save_model(path, step, theta, notes);
+}
+
+/// --save-params (text, or FILE.safetensors) and --save-model, written by
+/// rank 0. Collective.
+template <class Step, class Theta>
+void save_params(const Context& context, Step& step, const Theta& theta) {
+  const Options& o = context.options;
+  if (ends_with(o.save_params, ".safetensors"))
+    write_model(context, step, theta, o.save_params);
+  else if (!o.save_params.empty())
+    on_rank0(step.aggregation(), [&] { write_params(o.save_params, host_values(theta)); });
+  if (!o.save_model.empty()) write_model(context, step, theta, o.save_model);
+}
+
+/// --init-params: `theta` from the file, checked against `model` (a
+/// safetensors file's tensors, or the count of values). Every rank reads
+/// it; a failure on any fails every rank alike. Collective.
+template <class Step, class Model, class Theta>
+void init_params(const Options& o, Step& step, const Model& model, const Theta& theta) {
+  std::vector<double> values;
+  gradsum::on_every_rank(step.aggregation(), [&] {
+    try {
+      values = gradsum::read_parameters(o.init_params, model);
+    } catch (const gradsum::Error& e) {
+      gradsum::fail("--init-params: ", e.what());
+    }
+  });
+  auto host = Kokkos::create_mirror_view(Kokkos::HostSpace(), theta);
+  for (std::size_t j = 0; j < values.size(); ++j) host(j) = values[j];
+  Kokkos::deep_copy(theta, host);
 }
 
 }  // namespace gradsum_train

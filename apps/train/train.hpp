@@ -91,6 +91,7 @@ int train(const Context& context, const Model& model, const Loss& loss,
   auto theta = step.make_parameters();
   if constexpr (std::is_same<Model, gradsum::MLP>::value)
     gradsum::initialize(model, gradsum::Initializer::parse(o.init).with_seed(o.seed), theta);
+  if (!o.init_params.empty()) init_params(o, step, model, theta);
   if (o.print_gradient) {
     print_gradient(context, step, theta, data, my_rows);
     return 0;
@@ -118,7 +119,7 @@ int train(const Context& context, const Model& model, const Loss& loss,
                 static_cast<long long>(step.skipped_steps()));
   report_final<Space>(context, step, model, loss, theta, data, validation);
   report_suspects<Loss>(context, suspects.get(), step.aggregation());
-  save_params(step.aggregation(), o, theta);
+  save_params(context, step, theta);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <gradsum/core/model_members.hpp>
 #include <gradsum/core/output_file.hpp>
 #include <gradsum/core/requirements.hpp>
+#include <gradsum/core/safetensors.hpp>
 #include <gradsum/core/signature.hpp>
 #include <gradsum/core/spaces.hpp>
 
@@ -57,6 +58,7 @@
 #include <gradsum/model/linear.hpp>
 #include <gradsum/model/mlp.hpp>
 #include <gradsum/model/softmax.hpp>
+#include <gradsum/model/tensors.hpp>
 
 #include <gradsum/gradient/analytic.hpp>
 #include <gradsum/gradient/central_difference.hpp>
@@ -71,6 +73,8 @@
 #include <gradsum/train/checkpoint_format.hpp>
 #include <gradsum/train/fit.hpp>
 #include <gradsum/train/metrics.hpp>
+#include <gradsum/train/model_file.hpp>
+#include <gradsum/train/parameter_file.hpp>
 #include <gradsum/train/objective.hpp>
 #include <gradsum/train/predict.hpp>
 #include <gradsum/train/running_averages.hpp>

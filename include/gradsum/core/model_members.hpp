@@ -97,6 +97,22 @@ template <class M>
 struct has_describe<M, std::void_t<decltype(std::declval<const M&>().describe())>>
     : std::true_type {};
 
+/// `static M from_description(const std::string&)`: the model that
+/// describe() described, rebuilt by load_model (MLP).
+template <class M, class = void>
+struct has_from_description : std::false_type {};
+template <class M>
+struct has_from_description<M, std::void_t<decltype(M::from_description(std::string()))>>
+    : std::true_type {};
+
+/// `std::vector<ParameterTensor> parameter_tensors() const`: the named
+/// tensors save_model writes the parameters as (model/tensors.hpp).
+template <class M, class = void>
+struct has_parameter_tensors : std::false_type {};
+template <class M>
+struct has_parameter_tensors<
+    M, std::void_t<decltype(std::declval<const M&>().parameter_tensors())>> : std::true_type {};
+
 /// `std::int64_t architecture() const`: the shape beyond the sizes, for the
 /// workers' signature (MLP: widths and activations).
 template <class M, class = void>

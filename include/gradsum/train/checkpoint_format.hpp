@@ -8,15 +8,11 @@
 /// adds saving and loading a step's state.
 
 #include <gradsum/core/error.hpp>
+#include <gradsum/core/input_file.hpp>
 #include <gradsum/core/restored.hpp>
 #include <gradsum/core/text.hpp>
 #include <gradsum/data/scaling.hpp>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -365,52 +361,15 @@ inline CheckpointData decode_checkpoint(const std::string& path, const std::stri
 
 namespace detail {
 
-inline const char* file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a pipe";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a plain file";
-}
-
-/// Reads up to `n` bytes of `fd` into `out`; returns how many (fewer at
-/// the end of the file).
-inline std::size_t read_up_to(int fd, const std::string& path, char* out, std::size_t n) {
-  std::size_t got = 0;
-  while (got < n) {
-    const ::ssize_t r = ::read(fd, out + got, n - got);
-    if (r == 0) break;
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0)
-      fail("gradsum::load_checkpoint: reading '", path, "' failed: ", std::strerror(errno));
-    got += std::size_t(r);
-  }
-  return got;
-}
-
-/// The bytes of the checkpoint file `path`: a regular file (a pipe or a
-/// device such as /dev/zero is refused, since it has no length to check),
-/// whose header is checked against its size before the rest is read, and
-/// of which no more than the declared length and one byte are read.
+/// The bytes of the checkpoint file `path`: a regular file, whose header
+/// is checked against its size before the rest is read, and of which no
+/// more than the declared length and one byte are read.
 inline std::string read_checkpoint_bytes(const std::string& path) {
   const char* function = "gradsum::load_checkpoint";
-  // O_NONBLOCK: opening a pipe without a writer must not wait for one.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) fail(function, ": cannot open '", path, "': ", std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat info;
-  if (::fstat(fd, &info) != 0)
-    fail(function, ": cannot examine '", path, "': ", std::strerror(errno));
-  if (!S_ISREG(info.st_mode))
-    fail(function, ": '", path, "' is not a regular file (it is ", file_kind(info.st_mode),
-         "); a checkpoint is read from a regular file");
-  const auto size = std::uint64_t(info.st_size);
+  InputFile file(path, function, "a checkpoint");
+  const std::uint64_t size = file.size();
   std::string bytes(size < 24 ? std::size_t(size) : 24, '\0');
-  const std::size_t head = read_up_to(fd, path, &bytes[0], bytes.size());
+  const std::size_t head = file.read_up_to(&bytes[0], bytes.size());
   if (head < bytes.size()) return bytes.substr(0, head);  // it shrank: decoding says how
   check_checkpoint_header(path, bytes.data(), head, size);
   try {
@@ -418,7 +377,7 @@ inline std::string read_checkpoint_bytes(const std::string& path) {
   } catch (const std::bad_alloc&) {
     fail(function, ": '", path, "' is ", size, " bytes long, more than this process can hold");
   }
-  bytes.resize(head + read_up_to(fd, path, &bytes[head], bytes.size() - head));
+  bytes.resize(head + file.read_up_to(&bytes[head], bytes.size() - head));
   return bytes;
 }
 
