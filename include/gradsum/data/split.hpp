@@ -136,7 +136,7 @@ inline std::pair<Table, Table> train_test_split(const Table& table, double test_
 /// the Table overload draws with the same seed. Throws gradsum::Error
 /// unless 0 <= test_fraction < 1 and, for test_fraction > 0, both sets are
 /// non-empty. Costs one pass over the rows per bit of the keys needed
-/// (about log2(n) + 4, at most 64), then one copying pass. Blocking.
+/// (about log2(n), at most 64), then one copying pass. Blocking.
 template <class ExecutionSpace, class Scalar, class MemorySpace, class Layout>
 std::pair<Dataset<Scalar, MemorySpace>, Dataset<Scalar, MemorySpace>> train_test_split(
     const ExecutionSpace& space, const Dataset<Scalar, MemorySpace, Layout>& data,
