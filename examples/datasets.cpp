@@ -101,12 +101,9 @@ void run(const std::string& name, const gradsum::Table& table, const Model& mode
                 static_cast<long long>(correct), test.num_rows);
   } else {
     // The objective is half the mean squared error.
-    double mean = 0, spread = 0;
-    for (double y : test.targets) mean += y / double(test.num_rows);
-    for (double y : test.targets) spread += (y - mean) * (y - mean) / double(test.num_rows);
-    const double mse = 2 * tested.loss;
+    const auto scores = gradsum::regression_scores(Space(), model, theta, test_data);
     std::printf("  training RMSE %.2f, test RMSE %.2f, test R^2 %.4f\n",
-                std::sqrt(2 * result.epoch_result.loss), std::sqrt(mse), 1 - mse / spread);
+                std::sqrt(2 * result.epoch_result.loss), scores.rmse, scores.r2);
   }
 }
 

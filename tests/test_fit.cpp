@@ -379,6 +379,24 @@ TEST_CASE("early stopping, best parameters and callbacks that stop training") {
     const auto result = gradsum::fit(step, theta, data, options);
     CHECK(result.position.step == 5);
     CHECK(result.reason == gradsum::StopReason::max_steps);
+    std::ostringstream printed;  // the words the user guide quotes
+    printed << "stopped: " << result.reason;
+    CHECK(printed.str() == "stopped: maximum number of steps reached");
+  }
+}
+
+TEST_CASE("every stop reason prints in words, by operator<< and to_string") {
+  using gradsum::StopReason;
+  const std::pair<StopReason, const char*> expected[] = {
+      {StopReason::none, "not stopped"},
+      {StopReason::max_steps, "maximum number of steps reached"},
+      {StopReason::gradient_norm, "gradient norm below tolerance (critical point)"},
+      {StopReason::loss_change, "relative change of the objective below tolerance"}};
+  for (const auto& e : expected) {
+    std::ostringstream out;
+    out << e.first;
+    CHECK(out.str() == e.second);
+    CHECK(gradsum::to_string(e.first) == e.second);
   }
 }
 

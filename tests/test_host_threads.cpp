@@ -2,10 +2,13 @@
 // HostThreads::per_rank's choice (core/host_threads.hpp): the user's
 // variable or flag wins, else cores / local ranks and never 0, and an unset
 // OMP_PROC_BIND is set to what the OpenMP runtime does; and Kokkos' thread
-// flag in the spelling the Kokkos in use reads.
+// flag in the spelling the Kokkos in use reads. And the load warning
+// (core/host_load.hpp) at loads set by hand: silent for one thread, an idle
+// machine or the job's own ranks, and naming the counts otherwise.
 
 #include <doctest/doctest.h>
 
+#include <gradsum/core/host_load.hpp>
 #include <gradsum/core/host_threads.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 
@@ -147,4 +150,45 @@ TEST_CASE("check_thread_flags: a thread count Kokkos can take, or an error namin
                              .c_str(),
                          gradsum::Error);
   }
+}
+
+TEST_CASE("oversubscription_warning: more runnable threads than cores, and only then") {
+  using gradsum::HostLoad;
+  using gradsum::oversubscription_warning;
+  const std::string advice =
+      "; OpenMP threads that spin at barriers then wait for descheduled ones, which can make "
+      "training many times slower: run fewer threads (OMP_NUM_THREADS or --kokkos-threads), "
+      "or set OMP_WAIT_POLICY=passive (see 'Troubleshooting' in docs/user-guide.md)";
+  // An idle 2-core machine (only the caller runnable): 2 threads fit.
+  CHECK(oversubscription_warning(HostLoad{1, 2}, 2, 2) == "");
+  // One thread has no barrier to spin at, however busy the machine.
+  CHECK(oversubscription_warning(HostLoad{9, 2}, 1, 2) == "");
+  // Two other programs' threads and 2 of ours on 2 cores (the issue's case).
+  CHECK(oversubscription_warning(HostLoad{3, 2}, 2, 2) ==
+        "2 threads of other programs were running or waiting to run on this machine's 2 cores "
+        "(/proc/loadavg), and this job adds 2" + advice);
+  CHECK(oversubscription_warning(HostLoad{2, 4}, 4, 4) ==
+        "1 thread of another program was running or waiting to run on this machine's 4 cores "
+        "(/proc/loadavg), and this job adds 4" + advice);
+  CHECK(oversubscription_warning(HostLoad{2, 4}, 3, 4) == "");  // 1 + 3 fit in 4
+  // More threads than the cores this process may use, whatever the load.
+  CHECK(oversubscription_warning(HostLoad{1, 8}, 4, 2) ==
+        "4 threads on the 2 cores this process may run on" + advice);
+  CHECK(oversubscription_warning(HostLoad{-1, 8}, 2, 1) ==
+        "2 threads on the 1 core this process may run on" + advice);
+  // Unknown load (not Linux): nothing to say when the threads fit the cores.
+  CHECK(oversubscription_warning(HostLoad{-1, 2}, 2, 2) == "");
+  // 2 ranks of 2 threads on 4 cores, both ranks running at start-up: ours, not others'.
+  CHECK(oversubscription_warning(HostLoad{2, 4}, 2, 2, 2) == "");
+  CHECK(oversubscription_warning(HostLoad{3, 4}, 2, 2, 2) ==
+        "1 thread of another program was running or waiting to run on this machine's 4 cores "
+        "(/proc/loadavg), and this job adds 4" + advice);
+}
+
+TEST_CASE("read_host_load: the caller is runnable, the cores are online") {
+  const auto load = gradsum::read_host_load(0);
+#if defined(__linux__)
+  CHECK(load.runnable >= 1);  // this thread, reading
+#endif
+  CHECK(load.online_cores >= gradsum::detail::available_cores());
 }

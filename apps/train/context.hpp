@@ -64,6 +64,7 @@ struct Context {
   Inputs inputs;
   Printer say;
   gradsum::ThreadChoice threads;  // how Environment picked the host threads
+  gradsum::HostLoad load;         // the machine's load before Kokkos started
 };
 
 }  // namespace gradsum_train

@@ -117,6 +117,8 @@ int main(int argc, char* argv[]) {
   // A file-size limit (ulimit -f) then fails a write with EFBIG, which the
   // writer reports, instead of killing the program mid-file.
   std::signal(SIGXFSZ, SIG_IGN);
+  // The machine's load, read before Kokkos starts threads that would count.
+  context.load = gradsum::read_host_load();
   // Threads per rank that fill, not oversubscribe, the node's cores.
   gradsum::Environment environment(argc, argv, gradsum::HostThreads::per_rank);
   context.say.on = environment.rank() == 0;

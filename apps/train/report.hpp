@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <type_traits>
 
@@ -58,6 +59,18 @@ std::string path_phrase(const Step& step, const Model&) {
   }
 }
 
+/// Warns on standard error (rank 0) when the threads of a run on the host
+/// `Space` and the load read at start-up need more cores than the machine has.
+template <class Space>
+void warn_oversubscribed(const Context& context) {
+  if constexpr (std::is_same<typename Space::memory_space, Kokkos::HostSpace>::value) {
+    const std::string why = gradsum::oversubscription_warning(
+        context.load, Space().concurrency(), context.threads.cores, context.threads.local_ranks);
+    if (!why.empty() && context.say.on)
+      std::fprintf(stderr, "gradsum-train: warning: %s\n", why.c_str());
+  }
+}
+
 /// Prints the banner of a run of `model` and `loss` on `Space`.
 template <class Space, class Step, class Model, class Loss>
 void announce(const Context& context, const Step& step, const Model& model, const Loss& loss,
@@ -72,6 +85,7 @@ void announce(const Context& context, const Step& step, const Model& model, cons
   banner.parameters = step.num_parameters();
   banner.ranks = ranks;
   print_banner(context, banner);
+  warn_oversubscribed<Space>(context);
 }
 
 /// A vanishing gradient marks a critical point: the Hessian's extreme
@@ -96,13 +110,23 @@ void say_accuracy(const Printer& say, const char* name, const Model& model, cons
   say(" %s=%.6g", name, double(correct) / double(data.num_samples()));
 }
 
+/// " PREFIXrmse=X PREFIXr2=Y": a regression's scores on `data` (every
+/// rank holds the same parameters and data; rank 0 prints).
+template <class Space, class Model, class Theta, class Data>
+void say_regression(const Printer& say, const char* prefix, const Model& model,
+                    const Theta& theta, const Data& data) {
+  const auto s = gradsum::regression_scores(Space(), model, theta, data);
+  say(" %srmse=%.10g %sr2=%.10g", prefix, s.rmse, prefix, s.r2);
+}
+
 /// The last lines: the objective and gradient norm on the training rows,
-/// with the accuracy of a classifier and the held-out rows' score, then
-/// the validation rows'.
+/// with the accuracy of a classifier (RMSE and R^2 with the squared loss)
+/// and the held-out rows' score, then the validation rows'.
 template <class Space, class Step, class Model, class Loss, class Theta, class Data>
 void report_final(const Context& context, Step& step, const Model& model, const Loss& loss,
                   const Theta& theta, const Data& data, const Data& validation) {
   constexpr bool classifier = gradsum::is_classifier_loss_v<Loss>;
+  constexpr bool squared = std::is_same<Loss, gradsum::SquaredError>::value;
   const Printer& say = context.say;
   const int rank = step.aggregation().rank(), ranks = step.aggregation().size();
   auto evaluate = [&](const Data& d) {
@@ -111,15 +135,18 @@ void report_final(const Context& context, Step& step, const Model& model, const 
   const auto r = evaluate(data);
   say("final loss=%.10g grad_norm=%.10g", r.loss, r.gradient_norm);
   if constexpr (classifier) say_accuracy<Space>(say, "accuracy", model, loss, theta, data);
+  if constexpr (squared) say_regression<Space>(say, "", model, theta, data);
   if (context.inputs.test.num_rows > 0) {
     const Data test = to_device<Data>(context.inputs.test);
     if constexpr (classifier) say_accuracy<Space>(say, "test_accuracy", model, loss, theta, test);
     else say(" test_loss=%.10g", evaluate(test).loss);
+    if constexpr (squared) say_regression<Space>(say, "test_", model, theta, test);
   }
   say("\n");
   if (validation.num_samples() == 0) return;
   say("validation loss=%.10g", evaluate(validation).loss);
   if constexpr (classifier) say_accuracy<Space>(say, "accuracy", model, loss, theta, validation);
+  if constexpr (squared) say_regression<Space>(say, "", model, theta, validation);
   say("\n");
 }
 

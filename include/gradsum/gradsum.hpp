@@ -9,6 +9,7 @@
 #include <gradsum/core/kokkos_compat.hpp>
 
 #include <gradsum/core/error.hpp>
+#include <gradsum/core/host_load.hpp>
 #include <gradsum/core/limits.hpp>
 #include <gradsum/core/model_members.hpp>
 #include <gradsum/core/output_file.hpp>

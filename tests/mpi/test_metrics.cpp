@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// mpi::accuracy and mpi::mean_loss over shards (1-4 ranks under mpiexec):
-// the values of the whole data set computed on the host, and the same
-// refusal on every rank when one rank's input is bad.
+// mpi::accuracy, mpi::mean_loss and mpi::regression_scores over shards
+// (1-4 ranks under mpiexec): the values of the whole data set computed on
+// the host, and the same refusal on every rank when one rank's input is bad.
 
 #include "../test_helpers.hpp"
 #include "mpi_helpers.hpp"
@@ -108,3 +108,49 @@ TEST_CASE_TEMPLATE_DEFINE("mpi metrics: one rank's bad input fails every rank al
                        "gradsum::mpi::accuracy: no rank holds a row", gradsum::Error);
 }
 TEST_CASE_TEMPLATE_APPLY(mpi_metrics_refusals, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("mpi::regression_scores covers every rank's shard", Space,
+                          mpi_regression_scores) {
+  using Memory = typename Space::memory_space;
+  const gradsum::mpi::Communicator comm(MPI_COMM_WORLD);
+  const gradsum::Linear model(3);
+  const auto theta_values = random_vector(4, 6);
+  Kokkos::View<double*, Memory> theta("theta", 4);
+  fill(theta, theta_values);
+  for (std::int64_t n : {3, 61}) {
+    CAPTURE(n);
+    auto p = random_problem(n, 3, Kind::regression, 0, 29);
+    for (auto& y : p.y) y += 1e6;  // far from zero: the mean is taken first
+    // The whole data set on the host, in long double.
+    long double mean = 0, residuals = 0, deviations = 0;
+    for (double y : p.y) mean += y;
+    mean /= n;
+    for (std::int64_t i = 0; i < n; ++i) {
+      long double z = theta_values[3] + 1e6;
+      for (int j = 0; j < 3; ++j) z += (long double)theta_values[std::size_t(j)] * p.x[std::size_t(i * 3 + j)];
+      residuals += (z - p.y[std::size_t(i)]) * (z - p.y[std::size_t(i)]);
+      deviations += (p.y[std::size_t(i)] - mean) * (p.y[std::size_t(i)] - mean);
+    }
+    Kokkos::View<double*, Memory> shifted("shifted", 4);
+    auto values = theta_values;
+    values[3] += 1e6;
+    fill(shifted, values);
+    const auto s = gradsum::mpi::regression_scores(Space(), comm, model, shifted, shard<Memory>(p));
+    CHECK(s.rows == n);
+    CHECK(s.rmse == doctest::Approx(double(std::sqrt(residuals / n))).epsilon(1e-9));
+    CHECK(s.r2 == doctest::Approx(double(1 - residuals / deviations)).epsilon(1e-9));
+  }
+  // Only the last rank's shard is one column too wide: every rank refuses.
+  const auto p = random_problem(40, 3, Kind::regression, 0, 23);
+  const auto wide = shard<Memory>(p, mpi_rank() == mpi_size() - 1 ? 4 : 3);
+  CHECK_THROWS_WITH_AS(gradsum::mpi::regression_scores(Space(), comm, model, theta, wide),
+                       ("gradsum::mpi::regression_scores: the data or theta of 1 of " +
+                        std::to_string(mpi_size()) +
+                        " rank(s) do not fit model linear (3 features, 1 output(s), 4 "
+                        "parameters; one output is scored)").c_str(),
+                       gradsum::Error);
+  const auto none = gradsum::Dataset<double, Memory>::from_host(0, 3, {}, {});
+  CHECK_THROWS_WITH_AS(gradsum::mpi::regression_scores(Space(), comm, model, theta, none),
+                       "gradsum::mpi::regression_scores: no rank holds a row", gradsum::Error);
+}
+TEST_CASE_TEMPLATE_APPLY(mpi_regression_scores, Spaces);

@@ -8,33 +8,95 @@
 
 #include <deque>
 #include <string>
+#include <type_traits>
 
 #if !defined(KOKKOS_VERSION) || KOKKOS_VERSION < 30400
 #error "gradsum needs Kokkos 3.4 or newer"
 #endif
 
 namespace gradsum {
+
+/// The math functions of Kokkos, for device code and host code alike,
+/// spelled the same on every Kokkos gradsum supports: `gradsum::math::sin(x)`
+/// compiles on 3.4, where Kokkos keeps them in Kokkos::Experimental, and on
+/// 3.7 through 4.x, which moved them to Kokkos:: and deprecates the old
+/// spelling. Each takes float or double (integers promote as in <cmath>;
+/// pow(x, 2) is pow(x, 2.0)) and calls the C library on the host, CUDA's or
+/// HIP's on a GPU. The list is what Kokkos 3.4 offers: `abs`, `round`,
+/// `copysign` and `fma` came later and are not here (`fabs` is).
 namespace math {
 
-// Kokkos 3.4 and 3.5/3.6 keep the math functions in Kokkos::Experimental;
-// 3.7 added them to Kokkos:: and 4.x deprecates the old spelling.
 #if KOKKOS_VERSION >= 30700
-using Kokkos::exp;
-using Kokkos::fabs;
-using Kokkos::isfinite;
-using Kokkos::log;
-using Kokkos::log1p;
-using Kokkos::sqrt;
-using Kokkos::tanh;
+#define GRADSUM_IMPL_KOKKOS_MATH Kokkos
 #else
-using Kokkos::Experimental::exp;
-using Kokkos::Experimental::fabs;
-using Kokkos::Experimental::isfinite;
-using Kokkos::Experimental::log;
-using Kokkos::Experimental::log1p;
-using Kokkos::Experimental::sqrt;
-using Kokkos::Experimental::tanh;
+#define GRADSUM_IMPL_KOKKOS_MATH Kokkos::Experimental
 #endif
+// Basic operations, exponentials and powers
+using GRADSUM_IMPL_KOKKOS_MATH::fabs;
+using GRADSUM_IMPL_KOKKOS_MATH::exp;
+using GRADSUM_IMPL_KOKKOS_MATH::exp2;
+using GRADSUM_IMPL_KOKKOS_MATH::expm1;
+using GRADSUM_IMPL_KOKKOS_MATH::log;
+using GRADSUM_IMPL_KOKKOS_MATH::log10;
+using GRADSUM_IMPL_KOKKOS_MATH::log2;
+using GRADSUM_IMPL_KOKKOS_MATH::log1p;
+using GRADSUM_IMPL_KOKKOS_MATH::sqrt;
+using GRADSUM_IMPL_KOKKOS_MATH::cbrt;
+// Trigonometric and hyperbolic
+using GRADSUM_IMPL_KOKKOS_MATH::sin;
+using GRADSUM_IMPL_KOKKOS_MATH::cos;
+using GRADSUM_IMPL_KOKKOS_MATH::tan;
+using GRADSUM_IMPL_KOKKOS_MATH::asin;
+using GRADSUM_IMPL_KOKKOS_MATH::acos;
+using GRADSUM_IMPL_KOKKOS_MATH::atan;
+using GRADSUM_IMPL_KOKKOS_MATH::sinh;
+using GRADSUM_IMPL_KOKKOS_MATH::cosh;
+using GRADSUM_IMPL_KOKKOS_MATH::tanh;
+using GRADSUM_IMPL_KOKKOS_MATH::asinh;
+using GRADSUM_IMPL_KOKKOS_MATH::acosh;
+using GRADSUM_IMPL_KOKKOS_MATH::atanh;
+// Error and gamma functions, rounding, classification
+using GRADSUM_IMPL_KOKKOS_MATH::erf;
+using GRADSUM_IMPL_KOKKOS_MATH::erfc;
+using GRADSUM_IMPL_KOKKOS_MATH::tgamma;
+using GRADSUM_IMPL_KOKKOS_MATH::lgamma;
+using GRADSUM_IMPL_KOKKOS_MATH::ceil;
+using GRADSUM_IMPL_KOKKOS_MATH::floor;
+using GRADSUM_IMPL_KOKKOS_MATH::trunc;
+using GRADSUM_IMPL_KOKKOS_MATH::nearbyint;
+using GRADSUM_IMPL_KOKKOS_MATH::isfinite;
+using GRADSUM_IMPL_KOKKOS_MATH::isinf;
+using GRADSUM_IMPL_KOKKOS_MATH::isnan;
+
+namespace detail {
+template <class T>
+using floating_t = std::conditional_t<std::is_integral<T>::value, double, T>;
+/// The type <cmath> computes f(T, U) in: double for an integer, the wider
+/// of the two floating types otherwise.
+template <class T, class U>
+using promoted_t = decltype(floating_t<T>() + floating_t<U>());
+}  // namespace detail
+
+// The functions of two arguments convert both to their promoted type
+// first: Kokkos 3.4's own mixed float/double overloads call themselves
+// forever (pow(2.0f, 2.0) overflows the stack).
+#define GRADSUM_IMPL_MATH_BINARY(FUNC)                                                     \
+  template <class T, class U,                                                              \
+            class = std::enable_if_t<std::is_arithmetic<T>::value && std::is_arithmetic<U>::value>> \
+  KOKKOS_INLINE_FUNCTION detail::promoted_t<T, U> FUNC(T x, U y) {                         \
+    using P = detail::promoted_t<T, U>;                                                    \
+    return GRADSUM_IMPL_KOKKOS_MATH::FUNC(P(x), P(y));                                     \
+  }
+GRADSUM_IMPL_MATH_BINARY(fmod)
+GRADSUM_IMPL_MATH_BINARY(remainder)
+GRADSUM_IMPL_MATH_BINARY(fmin)
+GRADSUM_IMPL_MATH_BINARY(fmax)
+GRADSUM_IMPL_MATH_BINARY(fdim)
+GRADSUM_IMPL_MATH_BINARY(pow)
+GRADSUM_IMPL_MATH_BINARY(hypot)
+GRADSUM_IMPL_MATH_BINARY(atan2)
+#undef GRADSUM_IMPL_MATH_BINARY
+#undef GRADSUM_IMPL_KOKKOS_MATH
 
 }  // namespace math
 

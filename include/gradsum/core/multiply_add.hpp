@@ -3,8 +3,9 @@
 
 /// @file
 /// c + a * b, fused or not by the caller's choice rather than the
-/// compiler's. gradsum's target gradsum::gradsum compiles with contraction
-/// off (-ffp-contract=off; --fmad=false under nvcc), so that the
+/// compiler's. The CMake target gradsum::reproducible (which gradsum's
+/// programs and tests link; plain gradsum::gradsum does not) compiles with
+/// contraction off (-ffp-contract=off; --fmad=false under nvcc), so that the
 /// per-sample arithmetic of the Reproducible reduction rounds the same way
 /// on every target (docs/distributed.md, "The same bits on every build"); the
 /// Sum paths, which promise no bits, ask for fused multiply-adds here

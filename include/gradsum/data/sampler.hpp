@@ -12,18 +12,23 @@
 namespace gradsum {
 namespace detail {
 
+/// SplitMix64's output function of its state: a bijection of 64-bit
+/// integers (each step can be undone), usable in kernels.
+KOKKOS_INLINE_FUNCTION std::uint64_t splitmix64_output(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 /// SplitMix64 (Steele, Lea & Flood, OOPSLA 2014): a small generator whose
 /// sequence is fixed by its definition, so shuffles are the same with every
 /// compiler and standard library (std::shuffle's are not).
 class SplitMix64 {
  public:
+  /// What each draw adds to the state.
+  static constexpr std::uint64_t increment = 0x9e3779b97f4a7c15ULL;
   explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
+  std::uint64_t next() { return splitmix64_output(state_ += increment); }
   /// Uniform integer in [0, bound), bound > 0, without modulo bias.
   std::uint64_t below(std::uint64_t bound) {
     const std::uint64_t limit = ~std::uint64_t(0) - (~std::uint64_t(0) % bound);

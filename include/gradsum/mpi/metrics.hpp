@@ -2,8 +2,8 @@
 #pragma once
 
 /// @file
-/// accuracy and mean_loss over data sharded across the ranks: every rank
-/// counts its own rows, one allreduce sums the counts.
+/// accuracy, mean_loss and regression_scores over data sharded across the
+/// ranks: every rank counts its own rows, allreduces sum the counts.
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/requirements.hpp>
@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -88,6 +89,33 @@ double mean_loss(const ExecutionSpace& space, const Communicator& comm, const Mo
   return gradsum::detail::objective_from_tallies(
       who, "over the ranks", t, loss, model.num_outputs(), objective,
       gradsum::detail::l2_penalty(space, model, theta, objective.l2));
+}
+
+/// RMSE and R^2 (gradsum::RegressionScores) of the model's single output
+/// at `theta` over all rows of every rank's `data` (each rank its own
+/// shard), the same on every rank: the global mean of the targets first
+/// (one allreduce), then the squared deviations and residuals (another).
+/// Throws the same gradsum::Error on every rank when any rank's data or
+/// theta do not fit the model, the model has more than one output, or no
+/// rank holds a row. Blocking; collective over `comm`.
+template <class ExecutionSpace, class Model, class Theta, class Data>
+RegressionScores regression_scores(const ExecutionSpace& space, const Communicator& comm,
+                                   const Model& model, const Theta& theta, const Data& data) {
+  const char* who = "gradsum::mpi::regression_scores";
+  auto t = gradsum::detail::regression_target_sum(space, model, theta, data);
+  double first[3] = {t.problem.empty() ? 0.0 : 1.0, t.rows, t.targets};
+  check(MPI_Allreduce(MPI_IN_PLACE, first, 3, MPI_DOUBLE, MPI_SUM, comm.get()), "MPI_Allreduce");
+  if (first[0] > 0)
+    fail_agreed(who, ": the data or theta of ", std::int64_t(first[0]), " of ", comm.size(),
+                " rank(s) do not fit model ", model.name(), " (", model.num_features(),
+                " features, ", model.num_outputs(), " output(s), ", model.num_parameters(),
+                " parameters; one output is scored)");
+  if (!(first[1] > 0)) fail_agreed(who, ": no rank holds a row");
+  gradsum::detail::regression_squares(space, model, theta, data, first[2] / first[1], t, who);
+  double second[2] = {t.deviations, t.residuals};
+  check(MPI_Allreduce(MPI_IN_PLACE, second, 2, MPI_DOUBLE, MPI_SUM, comm.get()), "MPI_Allreduce");
+  return {std::sqrt(second[1] / first[1]),
+          second[0] > 0 ? 1 - second[1] / second[0] : std::nan(""), std::int64_t(first[1])};
 }
 
 }  // namespace mpi

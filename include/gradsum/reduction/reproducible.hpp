@@ -31,13 +31,14 @@ namespace gradsum {
 ///
 /// What it sums are the contributions the model and loss compute, so the
 /// same bits across builds also need the same contributions: the same
-/// floating-point operations, which gradsum::gradsum's -ffp-contract=off
-/// (and --fmad=false under nvcc) and the unfused per-sample arithmetic
+/// floating-point operations, which the -ffp-contract=off (and
+/// --fmad=false under nvcc) of the CMake target gradsum::reproducible
+/// (link it, not gradsum::gradsum) and the unfused per-sample arithmetic
 /// (detail::multiply_add) give on every target, and the same math
 /// functions (CUDA's exp and log may differ from the host's in the last
 /// bit, which logistic and softmax losses see); docs/distributed.md says
-/// which builds agree. Within one build, thread counts, partitions and
-/// rank counts never change a bit.
+/// which builds agree. Within one such build, thread counts, partitions,
+/// backends and rank counts never change a bit.
 ///
 /// Needs the Analytic gradient policy.
 struct Reproducible {

@@ -2,9 +2,9 @@
 #pragma once
 
 /// @file
-/// How well parameters fit a data set: count_correct, accuracy and
-/// mean_loss, local to this process (mpi/metrics.hpp has their collective
-/// versions over sharded data).
+/// How well parameters fit a data set: count_correct, accuracy,
+/// mean_loss, and for regression rmse and r2_score, local to this process
+/// (mpi/metrics.hpp has their collective versions over sharded data).
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
@@ -12,6 +12,7 @@
 #include <gradsum/train/detail/model_outputs.hpp>
 #include <gradsum/train/objective.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -112,7 +113,105 @@ double objective_from_tallies(const char* who, const char* where, const MetricTa
   return (objective.mean ? t.value / t.rows : t.value) + penalty;
 }
 
+/// One process's share of the regression scores: its rows, the sums of
+/// its targets, of their squared deviations from a given mean, and of the
+/// squared residuals (z - y)^2; what does not fit (then nothing is summed).
+struct RegressionTallies {
+  double rows = 0, targets = 0, deviations = 0, residuals = 0;
+  std::string problem;
+};
+
+/// The rows and the sum of the targets of `data` (the first pass), or why
+/// `model` cannot be scored on them. Blocking.
+template <class Space, class Model, class Theta, class Data>
+RegressionTallies regression_target_sum(const Space& space, const Model& model,
+                                        const Theta& theta, const Data& data) {
+  RegressionTallies t;
+  t.problem = metric_shape_problem(model, theta, data);
+  if (t.problem.empty() && model.num_outputs() != 1)
+    t.problem = concat("model ", model.name(), " has ", model.num_outputs(),
+                       " outputs; RMSE and R^2 compare one output with the target");
+  if (!t.problem.empty()) return t;
+  const auto y = data.targets();
+  t.rows = double(data.num_samples());
+  Kokkos::parallel_reduce(
+      "gradsum::metrics::target_sum",
+      Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, data.num_samples()),
+      KOKKOS_LAMBDA(std::int64_t r, double& sum) { sum += double(y(r)); }, t.targets);
+  return t;
+}
+
+/// Adds to `t` the squared deviations of the targets from `mean` and the
+/// squared residuals of `model` at `theta` (the second pass). Two passes
+/// rather than sums of squares: R^2 of targets far from zero keeps its
+/// digits. Blocking.
+template <class Space, class Model, class Theta, class Data>
+void regression_squares(const Space& space, const Model& model, const Theta& theta,
+                        const Data& data, double mean, RegressionTallies& t, const char* who) {
+  using Scalar = typename Data::scalar_type;
+  const auto y = data.targets();
+  Kokkos::parallel_reduce(
+      "gradsum::metrics::target_deviations",
+      Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, data.num_samples()),
+      KOKKOS_LAMBDA(std::int64_t r, double& sum) {
+        sum += (double(y(r)) - mean) * (double(y(r)) - mean);
+      },
+      t.deviations);
+  t.residuals = reduce_outputs<double>(
+      space, model, theta, data.features(),
+      KOKKOS_LAMBDA(std::int64_t r, const Scalar* z, double& sum) {
+        sum += (double(z[0]) - double(y(r))) * (double(z[0]) - double(y(r)));
+      },
+      who, "gradsum::metrics::residuals");
+}
+
 }  // namespace detail
+
+/// How well a model with one output fits regression targets: the root mean
+/// squared error sqrt((1/n) sum_i (z_i - y_i)^2), in the targets' units,
+/// and the coefficient of determination R^2 = 1 - sum_i (z_i - y_i)^2 /
+/// sum_i (y_i - mean y)^2 (1 for a perfect fit, 0 for predicting the mean,
+/// negative for worse; NaN when every target is the same, where it is
+/// undefined). With SquaredError, rmse = sqrt(2 mean_loss).
+struct RegressionScores {
+  double rmse = 0;
+  double r2 = 0;
+  std::int64_t rows = 0;  ///< the rows scored
+};
+
+/// RMSE and R^2 (RegressionScores) of the model's single output at `theta`
+/// over every row of `data`; the loss plays no part. Throws gradsum::Error
+/// when the model has more than one output, the data or theta do not fit
+/// it, or the data hold no rows. Local to this process
+/// (mpi::regression_scores is the global one over sharded data). Blocking.
+template <class ExecutionSpace, class Model, class Theta, class Data>
+RegressionScores regression_scores(const ExecutionSpace& space, const Model& model,
+                                   const Theta& theta, const Data& data) {
+  const char* who = "gradsum::regression_scores";
+  auto t = detail::regression_target_sum(space, model, theta, data);
+  if (!t.problem.empty()) fail(who, ": ", t.problem);
+  if (!(t.rows > 0)) fail(who, ": the data hold no rows");
+  detail::regression_squares(space, model, theta, data, t.targets / t.rows, t, who);
+  return {std::sqrt(t.residuals / t.rows),
+          t.deviations > 0 ? 1 - t.residuals / t.deviations : std::nan(""),
+          std::int64_t(t.rows)};
+}
+
+/// The root mean squared error of the model's single output at `theta`
+/// over `data`: regression_scores(...).rmse. Local; blocking.
+template <class ExecutionSpace, class Model, class Theta, class Data>
+double rmse(const ExecutionSpace& space, const Model& model, const Theta& theta,
+            const Data& data) {
+  return regression_scores(space, model, theta, data).rmse;
+}
+
+/// The coefficient of determination R^2 of the model's single output at
+/// `theta` over `data`: regression_scores(...).r2. Local; blocking.
+template <class ExecutionSpace, class Model, class Theta, class Data>
+double r2_score(const ExecutionSpace& space, const Model& model, const Theta& theta,
+                const Data& data) {
+  return regression_scores(space, model, theta, data).r2;
+}
 
 /// Number of rows of `data` whose predicted class (the loss's
 /// predict_class of the model's outputs at `theta`) equals the target.

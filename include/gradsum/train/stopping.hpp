@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,11 @@ struct StoppingRules {
 /// Why training stopped.
 enum class StopReason { none, max_steps, gradient_norm, loss_change };
 
-/// Short description of a stop reason for messages.
+/// A stop reason in words, for messages: "maximum number of steps
+/// reached", "gradient norm below tolerance (critical point)", "relative
+/// change of the objective below tolerance", or "not stopped" (none: no
+/// stopping rule ended training; a callback may have, see
+/// FitResult::stopped_by).
 inline const char* describe(StopReason reason) {
   switch (reason) {
     case StopReason::max_steps: return "maximum number of steps reached";
@@ -46,6 +51,14 @@ inline const char* describe(StopReason reason) {
     case StopReason::none: break;
   }
   return "not stopped";
+}
+
+/// The same words as describe(reason), as a std::string.
+inline std::string to_string(StopReason reason) { return describe(reason); }
+
+/// Writes describe(reason): `std::cout << result.reason`.
+inline std::ostream& operator<<(std::ostream& out, StopReason reason) {
+  return out << describe(reason);
 }
 
 /// Applies StoppingRules to a sequence of evaluations.

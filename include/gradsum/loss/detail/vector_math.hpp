@@ -19,7 +19,7 @@
 ///     log1p_unit   float: 1.90 ulp   double: 1.92 ulp   (e in [0, 1])
 ///
 /// (Contracted into FMA, as GCC does for -march=native without the
-/// -ffp-contract=off that gradsum::gradsum brings: exp 0.90 / 0.85 ulp,
+/// -ffp-contract=off that gradsum::reproducible brings: exp 0.90 / 0.85 ulp,
 /// log1p_unit unchanged.) Fused = true fuses the polynomials'
 /// multiply-adds where the target has FMA (Sum's path, which promises no
 /// bits across builds); the default, unfused, is the same bits on every

@@ -98,7 +98,7 @@ inline Scalar row_dot_lanes(const Scalar* a, const Scalar* b, int n) {
 /// row_dot<K> for K partial sums wider than one vector register: K / L
 /// registers of L lanes, the same additions in the same order. Written out
 /// because GCC vectorizes the plain loop well only when it may contract it
-/// itself, and it may not (-ffp-contract=off).
+/// itself, and under gradsum::reproducible it may not (-ffp-contract=off).
 template <int K, bool Fused, class Scalar>
 inline Scalar row_dot_registers(const Scalar* a, const Scalar* b, int n) {
   constexpr int L = GRADSUM_SIMD_ROW_BYTES / int(sizeof(Scalar));
