@@ -5,7 +5,8 @@
 // holding half of the rows each. Gradients travel only inside the pair.
 // With the reproducible reduction each pair lands on the very parameters
 // that one process training on all of the pair's rows reaches; the program
-// checks that, bit for bit, and exits with status 1 if not.
+// checks that, bit for bit, and exits with status 1 if not (it links
+// gradsum::reproducible, so that both steps' arithmetic rounds alike).
 //
 //   mpiexec -n 4 build/examples/sub_communicator
 #include <gradsum/gradsum.hpp>
