@@ -8,6 +8,11 @@
 
 #include "test_helpers.hpp"
 
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
 using namespace gradsum_test;
 
 namespace {
@@ -64,7 +69,9 @@ template <class Space, class MakeStep>
 void check_layouts(const HostProblem& p, int P, const MakeStep& make, bool exact) {
   using Memory = typename Space::memory_space;
   const auto s = same_numbers<Memory>(p);
-  const gradsum::Dataset right(s.right, s.y), left(s.left, s.y), strided(s.strided, s.y);
+  const gradsum::Dataset right(s.right, s.y);
+  const gradsum::Dataset left(s.left, s.y);
+  const gradsum::Dataset strided(s.strided, s.y);
   static_assert(std::is_same<typename decltype(left)::array_layout, Kokkos::LayoutLeft>::value);
   auto step = make();
   Kokkos::View<double*, Memory> theta("theta", std::size_t(P));
@@ -192,7 +199,9 @@ TEST_CASE_TEMPLATE_DEFINE("layouts: predict and the metrics read LayoutLeft and 
     const auto z = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), outputs(s.right));
     const auto pr =
         Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), probabilities(s.right));
-    const gradsum::Dataset right(s.right, s.y), left(s.left, s.y), strided(s.strided, s.y);
+    const gradsum::Dataset right(s.right, s.y);
+  const gradsum::Dataset left(s.left, s.y);
+  const gradsum::Dataset strided(s.strided, s.y);
     const double accuracy = gradsum::accuracy(space, net, loss, theta, right);
     const double mean = gradsum::mean_loss(space, net, loss, theta, right);
     for (int which = 0; which < 2; ++which) {
@@ -270,6 +279,7 @@ TEST_CASE_TEMPLATE_DEFINE("MLP::forward_with in a kernel of one's own: storage f
   const gradsum::MLP net(4, {9, widest}, 2, gradsum::Activation::tanh);
   CHECK(net.forward_workspace_size() == 2 * widest);
   CHECK(gradsum::MLP(4, {}, 2).forward_workspace_size() == 0);
+  static_assert(std::is_trivially_copyable<gradsum::MLP>::value, "captured by value in kernels");
   Kokkos::View<double*, Memory> theta("theta", std::size_t(net.num_parameters()));
   fill(theta, random_vector(std::size_t(net.num_parameters()), 15, 0.2));
   Kokkos::View<double**, Memory> work("work", 17, std::size_t(net.forward_workspace_size()));
@@ -305,3 +315,27 @@ TEST_CASE_TEMPLATE_DEFINE("MLP::forward_with in a kernel of one's own: storage f
   CHECK(to_host(differ)[0] == 0);
 }
 TEST_CASE_TEMPLATE_APPLY(mlp_forward_with, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("layouts: check_model on LayoutLeft data reports as on LayoutRight",
+                          Space, layouts_check_model) {
+  using Memory = typename Space::memory_space;
+  const auto p = random_problem(40, 4, Kind::multiclass, 3, 47);
+  const auto s = same_numbers<Memory>(p);
+  const gradsum::Dataset right(s.right, s.y);
+  const gradsum::Dataset left(s.left, s.y);
+  gradsum::CheckModelOptions options;
+  options.rows = 8;
+  options.seed = 5;
+  const gradsum::MLP net(4, {5}, 3, gradsum::Activation::tanh);
+  const auto on_right =
+      gradsum::check_model(Space(), net, gradsum::SoftmaxCrossEntropy{}, right, options);
+  const auto on_left =
+      gradsum::check_model(Space(), net, gradsum::SoftmaxCrossEntropy{}, left, options);
+  std::ostringstream a, b;
+  a << on_right;
+  b << on_left;
+  INFO(b.str());
+  CHECK(on_left.passed);
+  CHECK(a.str() == b.str());
+}
+TEST_CASE_TEMPLATE_APPLY(layouts_check_model, Spaces);

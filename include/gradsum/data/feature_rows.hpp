@@ -8,6 +8,7 @@
 /// gathered into per-thread room (LayoutLeft; other strides).
 
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/prefetch.hpp>
 #include <gradsum/core/error.hpp>
 
 #include <cstdint>
@@ -48,6 +49,8 @@ struct FeatureRoom {
   using Scalar = typename X::non_const_value_type;
   static constexpr int capacity = rows_always_contiguous<X> ? 1 : max_gathered_features;
   Scalar values[capacity];
+  /// How many rows ahead a column-major row's lines are asked for.
+  static constexpr std::int64_t ahead = 32;
 
   /// Row r of x: a pointer into x where the row is contiguous, else its d
   /// values copied into this room (d <= capacity: checked on the host by
@@ -57,6 +60,10 @@ struct FeatureRoom {
     const int d = int(x.extent(1));
     if (d > capacity)
       Kokkos::abort("gradsum: a row to gather is wider than GRADSUM_MAX_GATHERED_FEATURES");
+    // One cache line of each column holds the next rows too: asked for
+    // `ahead` rows early, once per line (more columns than prefetch streams).
+    if (x.stride(0) == 1 && r % 8 == 0)
+      for (int j = 0; j < d; ++j) prefetch_lines<3>(x.data() + r + ahead + j * x.stride(1), 1);
     for (int j = 0; j < d; ++j) values[j] = x(r, j);
     return values;
   }
