@@ -7,9 +7,9 @@
 /// contiguous (LayoutRight; LayoutStride with column stride 1), else
 /// gathered into per-thread room (LayoutLeft; other strides).
 
+#include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/prefetch.hpp>
-#include <gradsum/core/error.hpp>
 
 #include <cstdint>
 #include <string>
@@ -33,7 +33,7 @@ namespace detail {
 /// Whether every row of an n x d View of type X is contiguous, by its type.
 template <class X>
 constexpr bool rows_always_contiguous =
-    std::is_same<typename X::array_layout, Kokkos::LayoutRight>::value;
+    std::is_same<typename std::decay_t<X>::array_layout, Kokkos::LayoutRight>::value;
 
 /// Whether the rows of `x` are contiguous (one apart within a row).
 template <class X>
@@ -42,11 +42,12 @@ KOKKOS_INLINE_FUNCTION bool rows_contiguous(const X& x) {
   else return x.extent(1) <= 1 || x.stride(1) == 1;
 }
 
-/// Per-thread room for one row of X, and the row as a model reads it.
-/// Holds one value where X's rows are always contiguous.
+/// Per-thread room for one row of X (a View, or a reference to one), and
+/// the row as a model reads it. Holds one value where X's rows are always
+/// contiguous.
 template <class X>
 struct FeatureRoom {
-  using Scalar = typename X::non_const_value_type;
+  using Scalar = typename std::decay_t<X>::non_const_value_type;
   static constexpr int capacity = rows_always_contiguous<X> ? 1 : max_gathered_features;
   Scalar values[capacity];
   /// How many rows ahead a column-major row's lines are asked for.
@@ -55,7 +56,7 @@ struct FeatureRoom {
   /// Row r of x: a pointer into x where the row is contiguous, else its d
   /// values copied into this room (d <= capacity: checked on the host by
   /// gather_limit, a true invariant here).
-  KOKKOS_FORCEINLINE_FUNCTION const Scalar* row(const X& x, std::int64_t r) {
+  KOKKOS_FORCEINLINE_FUNCTION const Scalar* row(const std::decay_t<X>& x, std::int64_t r) {
     if (rows_contiguous(x)) return &x(r, 0);
     const int d = int(x.extent(1));
     if (d > capacity)
