@@ -437,12 +437,22 @@ TEST_CASE_TEMPLATE_DEFINE("Dataset: Views it cannot wrap are refused, naming the
                        "contiguous targets: use Dataset<Scalar, Memory, Kokkos::LayoutStride>, "
                        "or `gradsum::Dataset data(x, y)` to deduce it, or Dataset::from_table",
                        gradsum::Error);
-  // Columns of a column-major buffer seen through LayoutStride: rows not contiguous.
+  // Columns of a column-major buffer seen through LayoutStride: rows not
+  // contiguous, held as they are (test_layouts.cpp checks what they give);
+  // a LayoutLeft Dataset takes them only with LayoutLeft's strides.
   const Kokkos::View<double**, Kokkos::LayoutStride, Memory> by_columns(
       table.data(), Kokkos::LayoutStride(4, 1, 3, 4));
-  CHECK_THROWS_WITH_AS(Strided(by_columns, y),
-                       "gradsum::Dataset: features have column stride 4, so a row is not "
-                       "contiguous; expected 1: use Dataset::copy_from",
+  CHECK(Strided(by_columns, y).features().data() == table.data());
+  const Kokkos::View<double*, Memory> four("y", 4);
+  CHECK(gradsum::Dataset<double, Memory, Kokkos::LayoutLeft>(by_columns, four).num_features() ==
+        3);
+  const Kokkos::View<double**, Kokkos::LayoutStride, Memory> padded(
+      table.data(), Kokkos::LayoutStride(4, 1, 3, 5));
+  CHECK_THROWS_WITH_AS((gradsum::Dataset<double, Memory, Kokkos::LayoutLeft>(padded, four)),
+                       "gradsum::Dataset: features have strides (1, 5), not those of a "
+                       "LayoutLeft 4 x 3 View (1, 4): use Dataset<Scalar, Memory, "
+                       "Kokkos::LayoutStride>, or `gradsum::Dataset data(x, y)` to deduce it, "
+                       "or Dataset::from_table",
                        gradsum::Error);
   const Kokkos::View<double*, Memory> three("y", 3);
   CHECK_THROWS_WITH_AS(Data(right, three),

@@ -96,12 +96,6 @@ void duplicates_scalar() {
   gradsum::conflicting_duplicates(HostSpace(), data);
 }
 
-// expect: gradsum::Dataset: features must be LayoutRight or LayoutStride with contiguous rows; got LayoutLeft: use Dataset::copy_from
-void dataset_layout_left() {
-  Kokkos::View<double**, Kokkos::LayoutLeft, Host> columns("columns", 4, 2);
-  gradsum::Dataset<double, Host> wrapped(columns, Fixture().y);
-}
-
 // expect: gradsum::Dataset: features and targets must hold the Dataset's
 void dataset_scalar() {
   Kokkos::View<float**, Host> floats("floats", 4, 2);
@@ -124,13 +118,6 @@ void dataset_not_a_view() {
 void copy_from_rank() {
   const Fixture f;
   (void)gradsum::Dataset<double, Host>::copy_from(f.y, f.y);
-}
-
-// expect: gradsum::predict: features must be LayoutRight or LayoutStride with contiguous rows
-void predict_layout_left() {
-  const Fixture f;
-  Kokkos::View<double**, Kokkos::LayoutLeft, Host> columns("columns", 4, 2);
-  gradsum::predict(f.space, f.model, f.theta, columns, f.out);
 }
 
 // expect: gradsum::predict: features must hold the parameters' scalar type

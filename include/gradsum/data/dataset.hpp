@@ -13,20 +13,26 @@
 namespace gradsum {
 namespace detail {
 
-/// The layouts a Dataset holds features in: one sample must be a row of
-/// contiguous values (the kernels read a row through &x(r, 0)).
+/// The layouts a Dataset holds features in: Kokkos' three. Rows that are
+/// not contiguous (LayoutLeft, strided columns) are gathered per sample
+/// in the kernels (data/feature_rows.hpp).
 template <class Layout>
 struct AcceptsFeaturesLayout {
-  static_assert(!std::is_same<Layout, Kokkos::LayoutLeft>::value,
-                "gradsum::Dataset: features must be LayoutRight or LayoutStride with contiguous "
-                "rows; got LayoutLeft: use Dataset::copy_from");
   static_assert(std::is_same<Layout, Kokkos::LayoutRight>::value ||
-                    std::is_same<Layout, Kokkos::LayoutStride>::value ||
-                    std::is_same<Layout, Kokkos::LayoutLeft>::value,
-                "gradsum::Dataset: features must be LayoutRight or LayoutStride with contiguous "
-                "rows; got another layout: use Dataset::copy_from");
+                    std::is_same<Layout, Kokkos::LayoutLeft>::value ||
+                    std::is_same<Layout, Kokkos::LayoutStride>::value,
+                "gradsum::Dataset: features must be LayoutRight, LayoutLeft or LayoutStride; "
+                "got another layout: use Dataset::copy_from");
   static constexpr bool value = true;
 };
+
+/// Kokkos' name of a layout, for messages.
+template <class Layout>
+const char* layout_name() {
+  if (std::is_same<Layout, Kokkos::LayoutRight>::value) return "LayoutRight";
+  if (std::is_same<Layout, Kokkos::LayoutLeft>::value) return "LayoutLeft";
+  return "LayoutStride";
+}
 
 /// What a Dataset wraps a View `V` of `rank` in: a View of `Scalar` in
 /// `Memory`, named by `role` in the messages.
@@ -106,14 +112,19 @@ Kokkos::View<right_data_t<Scalar, int(V::rank)>, Kokkos::LayoutRight, Memory> co
 
 /// n samples of d features and one target each, in `MemorySpace`.
 ///
-/// Features are an n x d View in which one sample is d contiguous values,
-/// so that a linear model reads each row once: row-major (`Layout` =
-/// LayoutRight, the default), or LayoutStride with column stride 1 (the
-/// columns of a wider table, see from_table). Targets are values for
-/// regression, 0/1 for binary classification and class indices 0 … C-1
-/// for softmax, stored as `Scalar`; contiguous, or any stride where
-/// `Layout` is LayoutStride. Views of another layout (LayoutLeft), scalar
-/// type or memory space go through copy_from.
+/// Features are an n x d View of any of Kokkos' layouts, read in place:
+/// row-major (`Layout` = LayoutRight, the default), where a linear model
+/// reads each row once; column-major (LayoutLeft: fields as a simulation
+/// stores them, and Kokkos' default on GPUs); or LayoutStride (the columns
+/// of a wider table, see from_table, or any strides). Rows that are not
+/// contiguous are gathered per sample in the kernels (at most
+/// GRADSUM_MAX_GATHERED_FEATURES values; the layer-wise path gathers
+/// panels, without that limit), which gives the same gradients and
+/// predictions as LayoutRight. Targets are values for regression, 0/1
+/// for binary classification and class indices 0 … C-1 for softmax,
+/// stored as `Scalar`; contiguous, or any stride where `Layout` is
+/// LayoutStride. Views of another scalar type or memory space go through
+/// copy_from.
 template <class Scalar, class MemorySpace = Kokkos::DefaultExecutionSpace::memory_space,
           class Layout = Kokkos::LayoutRight>
 class Dataset {
@@ -133,11 +144,10 @@ class Dataset {
   Dataset() = default;
 
   /// Wraps existing Views (no copy): `features` an n x d View and
-  /// `targets` an n View, both of `Scalar` in `MemorySpace`. Features
-  /// must be LayoutRight or LayoutStride with column stride 1 (a compile-
-  /// time error for LayoutLeft); a strided View in a LayoutRight Dataset
-  /// must have exactly the strides of a LayoutRight one. Throws
-  /// gradsum::Error, naming the argument, when rows or strides do not fit.
+  /// `targets` an n View, both of `Scalar` in `MemorySpace`. A strided
+  /// View given to a LayoutRight or LayoutLeft Dataset must have exactly
+  /// the strides of that layout. Throws gradsum::Error, naming the
+  /// argument, when rows or strides do not fit.
   /// `gradsum::Dataset data(x, y);` deduces the type from the Views.
   template <class X, class Y>
   Dataset(const X& features, const Y& targets)
@@ -148,11 +158,11 @@ class Dataset {
   }
 
   /// Wraps the columns of an n x c `table` (a View of `Scalar` in
-  /// `MemorySpace` with contiguous rows) without copying: column
-  /// `target_column` is the target, the other c - 1 columns the features.
-  /// The target must be the first or the last column, so that each row's
-  /// features stay contiguous; a target in between is refused (copy the
-  /// columns with copy_from). Throws gradsum::Error naming the column.
+  /// `MemorySpace`, any layout) without copying: column `target_column` is
+  /// the target, the other c - 1 columns the features. The target must be
+  /// the first or the last column, so that the features are one strided
+  /// View; a target in between is refused (copy the columns with
+  /// copy_from). Throws gradsum::Error naming the column.
   template <class Table>
   static Dataset<Scalar, MemorySpace, Kokkos::LayoutStride> from_table(const Table& table,
                                                                        int target_column) {
@@ -237,21 +247,21 @@ class Dataset {
 
  private:
   // Checked before Kokkos converts the View, whose own check of a strided
-  // View against LayoutRight aborts the program without naming gradsum.
+  // View against LayoutRight or LayoutLeft aborts without naming gradsum.
   template <class X>
   static features_view checked_features(const X& x) {
     static_assert(detail::AcceptsView<X, 2, Scalar, MemorySpace>::value, "");
     static_assert(detail::AcceptsFeaturesLayout<typename X::array_layout>::value, "");
-    if constexpr (std::is_same<typename X::array_layout, Kokkos::LayoutStride>::value) {
-      if (strided && x.extent(1) > 1 && x.stride(1) != 1)
-        fail("gradsum::Dataset: features have column stride ", x.stride(1),
-                     ", so a row is not contiguous; expected 1: use Dataset::copy_from");
-      if (!strided && (x.stride(1) != 1 || x.stride(0) != x.extent(1)))
-        fail("gradsum::Dataset: features have strides (", x.stride(0), ", ",
-                     x.stride(1), "), not those of a LayoutRight ", x.extent(0), " x ",
-                     x.extent(1), " View (", x.extent(1),
-                     ", 1): use Dataset<Scalar, Memory, Kokkos::LayoutStride>, or "
-                     "`gradsum::Dataset data(x, y)` to deduce it, or Dataset::from_table");
+    if constexpr (std::is_same<typename X::array_layout, Kokkos::LayoutStride>::value &&
+                  !strided) {
+      const std::size_t n = x.extent(0), d = x.extent(1);
+      const bool right = std::is_same<Layout, Kokkos::LayoutRight>::value;
+      const std::size_t s0 = right ? d : 1, s1 = right ? 1 : n;
+      if ((n > 1 && x.stride(0) != s0) || (d > 1 && x.stride(1) != s1))
+        fail("gradsum::Dataset: features have strides (", x.stride(0), ", ", x.stride(1),
+             "), not those of a ", detail::layout_name<Layout>(), " ", n, " x ", d, " View (",
+             s0, ", ", s1, "): use Dataset<Scalar, Memory, Kokkos::LayoutStride>, or "
+             "`gradsum::Dataset data(x, y)` to deduce it, or Dataset::from_table");
     }
     return x;
   }
@@ -261,9 +271,9 @@ class Dataset {
     if constexpr (std::is_same<typename Y::array_layout, Kokkos::LayoutStride>::value)
       if (!strided && y.stride(0) != 1)
         fail("gradsum::Dataset: targets have stride ", y.stride(0),
-                     "; a LayoutRight Dataset holds contiguous targets: use Dataset<Scalar, "
-                     "Memory, Kokkos::LayoutStride>, or `gradsum::Dataset data(x, y)` to "
-                     "deduce it, or Dataset::from_table");
+             "; a ", detail::layout_name<Layout>(), " Dataset holds contiguous targets: use "
+             "Dataset<Scalar, Memory, Kokkos::LayoutStride>, or `gradsum::Dataset data(x, y)` "
+             "to deduce it, or Dataset::from_table");
     return y;
   }
 

@@ -13,6 +13,7 @@
 #include <gradsum/core/limits.hpp>
 #include <gradsum/core/requirements.hpp>
 #include <gradsum/data/dataset.hpp>
+#include <gradsum/data/feature_rows.hpp>
 #include <gradsum/data/sampler.hpp>
 #include <gradsum/diagnostics/gradient_report.hpp>
 #include <gradsum/gradient/analytic.hpp>
@@ -116,7 +117,8 @@ struct CheckModelKernels {
   KOKKOS_FUNCTION void operator()(Forward, const int r) const {
     Scalar zr[capacity] = {}, dr[capacity] = {};
     const std::int64_t i = index(r);
-    model.forward(theta.data(), &x(i, 0), zr);
+    FeatureRoom<X> room;
+    model.forward(theta.data(), room.row(x, i), zr);
     value(r, 0) = value_and_derivative(loss, zr, k, y(i), dr);
     for (int c = 0; c < k; ++c) {
       z(r, c) = zr[c];
@@ -124,13 +126,15 @@ struct CheckModelKernels {
     }
   }
   KOKKOS_FUNCTION void operator()(Backward, const int r) const {
-    model.backward(theta.data(), &x(index(r), 0), &dz(r, 0), &g(r, 0));
+    FeatureRoom<X> room;
+    model.backward(theta.data(), room.row(x, index(r)), &dz(r, 0), &g(r, 0));
   }
   KOKKOS_FUNCTION void operator()(Perturbed, const int e) const {
     const int q = e / R, r = e % R;
     Scalar zr[capacity] = {}, dr[capacity] = {};
     const std::int64_t i = index(r);
-    model.forward(&perturbed(q, 0), &x(i, 0), zr);
+    FeatureRoom<X> room;
+    model.forward(&perturbed(q, 0), room.row(x, i), zr);
     perturbed_loss(q, r) = value_and_derivative(loss, zr, k, y(i), dr);
   }
 };
@@ -422,6 +426,8 @@ GradientReport check_model(const ExecutionSpace& space, const Model& model, cons
   if (data.num_features() != model.num_features())
     fail("gradsum::check_model: data has ", data.num_features(), " features but model ",
                  model.name(), " expects ", model.num_features());
+  const std::string limit = detail::gather_limit("gradsum::check_model", data.features());
+  if (!limit.empty()) fail(limit);
   const std::int64_t n = data.num_samples();
   if (n < 1) fail("gradsum::check_model: data has no rows; expected at least 1");
   const auto rows = detail::draw_rows(n, std::min(n, options.rows), options.seed);

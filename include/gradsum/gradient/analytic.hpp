@@ -5,6 +5,7 @@
 #include <gradsum/core/model_members.hpp>
 #include <gradsum/core/prefetch.hpp>
 #include <gradsum/core/requirements.hpp>
+#include <gradsum/data/feature_rows.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/gradient/detail/layerwise.hpp>
 #include <gradsum/gradient/path.hpp>
@@ -99,7 +100,8 @@ struct AnalyticBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
     if constexpr (PerSample<Model, Loss, Scalar, X, Y, Rows>::indexed)
       if (i + this->lookahead < this->rows.size()) this->prefetch_sample(i + this->lookahead);
     const std::int64_t r = this->rows(i);
-    const Scalar* xi = &this->x(r, 0);
+    FeatureRoom<X> room;
+    const Scalar* xi = room.row(this->x, r);
     const Scalar yi = this->y(r);
     if constexpr (has_sample_gradient<Model, Loss, Scalar>::value) {
       acc[num_parameters] += model.sample_gradient(loss, theta, xi, yi, acc);
@@ -277,22 +279,27 @@ struct Analytic {
     const std::int64_t n = rows.size();
     const detail::PerSample<Model, Loss, Scalar, X, Y, Rows> common{
         model, loss, theta.data(), data.features(), data.targets(), rows};
+    // The block paths read rows in place; rows that are not contiguous are
+    // gathered one sample at a time.
+    constexpr bool contiguous_type =
+        !std::is_same<typename X::array_layout, Kokkos::LayoutLeft>::value;
+    const bool contiguous = detail::rows_contiguous(data.features());
     if constexpr (Open::layerwise) {
       if (path == GradientPath::layerwise) {
         detail::layerwise_sum(space, model, loss, theta, data, rows, out, work);
         return;
       }
     }
-    if constexpr (Open::blocks) {
-      if (path == GradientPath::blocks) {
+    if constexpr (Open::blocks && contiguous_type) {
+      if (path == GradientPath::blocks && contiguous) {
         reduction.reduce(space, "gradsum::gradient::analytic_batched",
                          (n + Model::block_size - 1) / Model::block_size, P + 1,
                          detail::BlockBody<Model, Loss, Scalar, X, Y, Rows>{common, P, n}, out);
         return;
       }
     }
-    if constexpr (Open::rank_one_blocks) {
-      if (path == GradientPath::rank_one_blocks) {
+    if constexpr (Open::rank_one_blocks && contiguous_type) {
+      if (path == GradientPath::rank_one_blocks && contiguous) {
         reduction.reduce(space, "gradsum::gradient::analytic_rank_one",
                          (n + Model::block_size - 1) / Model::block_size, P + 1,
                          detail::RankOneBody<Model, Loss, Scalar, X, Y, Rows>{common, n}, out);

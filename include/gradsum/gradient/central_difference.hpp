@@ -4,6 +4,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/model_members.hpp>
+#include <gradsum/data/feature_rows.hpp>
 #include <gradsum/gradient/analytic.hpp>
 
 #include <cmath>
@@ -19,7 +20,8 @@ struct LossBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
   KOKKOS_FUNCTION void operator()(std::int64_t i, Scalar* acc) const {
     const std::int64_t r = this->rows(i);
     Scalar z[output_capacity<Model>::value] = {};
-    this->model.forward(this->theta, &this->x(r, 0), z);
+    FeatureRoom<X> room;
+    this->model.forward(this->theta, room.row(this->x, r), z);
     acc[0] += this->loss.value(z, this->model.num_outputs(), this->y(r));
   }
 };

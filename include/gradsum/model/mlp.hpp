@@ -78,6 +78,9 @@ class MLP {
   static constexpr int max_units = GRADSUM_MLP_MAX_UNITS;
   /// Per-sample output arrays need room for the widest output layer.
   static constexpr int output_capacity = max_width;
+  /// Values forward() keeps per thread for the hidden layers' outputs:
+  /// two layers of max_width (GRADSUM_MLP_MAX_WIDTH).
+  static constexpr int forward_room = 2 * max_width;
 
   /// `num_features` inputs, hidden layers of the given widths (possibly
   /// none: then it is a linear model), `num_outputs` outputs, and one
@@ -125,6 +128,8 @@ class MLP {
                    " has more parameters than an int holds (2147483647)");
     units_ = units;
     for (int l = 1; l <= layers_; ++l) widest_ = width_[l] > widest_ ? width_[l] : widest_;
+    for (int l = 1; l < layers_; ++l)
+      widest_hidden_ = width_[l] > widest_hidden_ ? width_[l] : widest_hidden_;
     offset_[layers_] = params;
   }
 
@@ -270,14 +275,38 @@ class MLP {
                                                                  width_[l + 1]);
   }
 
-  /// z = the network's outputs for one sample x.
+  /// z = the network's outputs for one sample x: `x` holds num_features()
+  /// contiguous values, `z` room for num_outputs() (written, never read:
+  /// it need not be initialised). The hidden layers' outputs live in a
+  /// stack array of forward_room values per thread, which is enough for
+  /// every network the per-sample path takes (Kokkos::abort otherwise);
+  /// forward_with() takes a workspace of the caller's instead.
   template <class Scalar>
   KOKKOS_FUNCTION void forward(const Scalar* theta, const Scalar* x, Scalar* z) const {
-    Scalar acts[max_units];
-    forward_all(theta, x, acts);
-    const Scalar* out = acts + unit_offset_[layers_ - 1];
-    for (int j = 0; j < num_outputs(); ++j) z[j] = out[j];
+    Scalar work[forward_room];
+    if (forward_workspace_size() > forward_room)
+      Kokkos::abort("gradsum::MLP::forward: a hidden layer is wider than GRADSUM_MLP_MAX_WIDTH");
+    forward_with(theta, x, z, work);
   }
+
+  /// forward() in the caller's `work`, forward_workspace_size() values
+  /// (two hidden layers' outputs; null for a network without hidden
+  /// layers): per-thread storage sized to this network, for a kernel of
+  /// one's own. No limit on the widths.
+  template <class Scalar>
+  KOKKOS_FORCEINLINE_FUNCTION void forward_with(const Scalar* theta, const Scalar* x, Scalar* z,
+                                    Scalar* work) const {
+    const Scalar* in = x;
+    for (int l = 0; l < layers_; ++l) {
+      Scalar* out = l + 1 == layers_ ? z : work + (l % 2) * widest_hidden_;
+      dense_forward(theta, l, in, out);
+      in = out;
+    }
+  }
+
+  /// Values forward_with()'s workspace must hold: twice the widest hidden
+  /// layer, 0 without hidden layers.
+  KOKKOS_FUNCTION int forward_workspace_size() const { return 2 * widest_hidden_; }
 
   /// g += dz . dz/dtheta for one sample (recomputes the forward pass).
   template <class Scalar>
@@ -317,22 +346,29 @@ class MLP {
     // The outputs are written below; cleared so that compilers need not
     // prove it (-Wmaybe-uninitialized).
     acts[unit_offset_[layers_ - 1]] = Scalar(0);
-    for (int l = 0; l < layers_; ++l) {
-      const int n_in = width_[l], n_out = width_[l + 1];
-      const Scalar* W = theta + offset_[l];
-      const Scalar* b = W + n_in * n_out;
-      Scalar* out = acts + unit_offset_[l];
-      const Scalar* in = l == 0 ? x : acts + unit_offset_[l - 1];
-      for (int j = 0; j < n_out; ++j) out[j] = b[j];
-      // Input-major: row k of W is read in order.
-      for (int k = 0; k < n_in; ++k) {
-        const Scalar* Wk = W + k * n_out;
-        const Scalar a = in[k];
-        for (int j = 0; j < n_out; ++j) out[j] = detail::multiply_add<false>(a, Wk[j], out[j]);
-      }
-      if (activation_[l] != Activation::identity)
-        for (int j = 0; j < n_out; ++j) out[j] = detail::activate(activation_[l], out[j]);
+    for (int l = 0; l < layers_; ++l)
+      dense_forward(theta, l, l == 0 ? x : acts + unit_offset_[l - 1], acts + unit_offset_[l]);
+  }
+
+  // out = f_l(W_l^T in + b_l). out[0] is written first, outside the loop,
+  // so that compilers see a caller's z written (-Wmaybe-uninitialized).
+  // Forced inline, as forward_with: GCC kept the call and lost 10%.
+  template <class Scalar>
+  KOKKOS_FORCEINLINE_FUNCTION void dense_forward(const Scalar* theta, int l, const Scalar* in,
+                                     Scalar* out) const {
+    const int n_in = width_[l], n_out = width_[l + 1];
+    const Scalar* W = theta + offset_[l];
+    const Scalar* b = W + n_in * n_out;
+    out[0] = b[0];
+    for (int j = 1; j < n_out; ++j) out[j] = b[j];
+    // Input-major: row k of W is read in order.
+    for (int k = 0; k < n_in; ++k) {
+      const Scalar* Wk = W + k * n_out;
+      const Scalar a = in[k];
+      for (int j = 0; j < n_out; ++j) out[j] = detail::multiply_add<false>(a, Wk[j], out[j]);
     }
+    if (activation_[l] != Activation::identity)
+      for (int j = 0; j < n_out; ++j) out[j] = detail::activate(activation_[l], out[j]);
   }
 
   // Forward, loss, backward for one sample (x, y); g += its gradient.
@@ -375,7 +411,8 @@ class MLP {
 
   int layers_ = 0;
   std::int64_t units_ = 0;
-  int widest_ = 0;  // the widest hidden or output layer
+  int widest_ = 0;         // the widest hidden or output layer
+  int widest_hidden_ = 0;  // the widest hidden layer
   int width_[max_layers + 1] = {};
   Activation activation_[max_layers] = {};
   std::int64_t offset_[max_layers + 1] = {};

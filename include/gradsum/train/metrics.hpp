@@ -28,6 +28,7 @@ std::string metric_shape_problem(const Model& model, const Theta& theta, const D
   if (std::int64_t(theta.extent(0)) != model.num_parameters())
     return concat("theta has ", theta.extent(0), " entries but model ", model.name(), " has ",
                   model.num_parameters(), " parameters");
+  if (!outputs_layerwise(model, data.features())) return gather_limit("", data.features());
   return {};
 }
 

@@ -11,6 +11,7 @@
 #include <gradsum/core/limits.hpp>
 #include <gradsum/core/requirements.hpp>
 #include <gradsum/core/signature.hpp>
+#include <gradsum/data/feature_rows.hpp>
 #include <gradsum/data/partition.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/gradient/analytic.hpp>
@@ -164,6 +165,8 @@ class Step {
     std::string local_error =
         detail::check_shapes(model_, theta, data, rows, workers_.rounds_each_worker());
     if (local_error.empty()) local_error = detail::check_worker_rows(gradient_, rows);
+    if (local_error.empty() && !layerwise())
+      local_error = detail::gather_limit("gradsum::Step::evaluate", data.features());
     if (local_error.empty()) local_error = check_data_(space_, model_, loss_, data);
     const bool local_nonfinite = sum_workers(theta, data, rows, local_error.empty());
     detail::ScopedRegion region("gradsum::step::finalize");
@@ -234,6 +237,8 @@ class Step {
     if constexpr (has_hessian) {
       if (!hessian_.allocated()) allocate_hessian();
       std::string local_error = detail::check_shapes(model_, theta, data, rows);
+      if (local_error.empty())
+        local_error = detail::gather_limit("gradsum::Step::hessian", data.features());
       if (local_error.empty()) local_error = check_data_(space_, model_, loss_, data);
       return hessian_.assemble(space_, model_, loss_, reduction_, workers_, aggregation_,
                                objective_, theta, data, rows, local_error);

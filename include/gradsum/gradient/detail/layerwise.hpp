@@ -20,6 +20,7 @@
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/model_members.hpp>
 #include <gradsum/core/requirements.hpp>
+#include <gradsum/data/feature_rows.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/linalg/gemm.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
@@ -112,18 +113,21 @@ void gather_rows(const Space& space, const X& x, const Rows& rows, std::int64_t 
   const Scalar last = ones ? Scalar(1) : Scalar(0);
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                            typename Space::memory_space>::accessible) {
-    // (A Dataset's rows are contiguous in both of its layouts.)
-    static_assert(std::is_same<typename X::array_layout, Kokkos::LayoutRight>::value ||
-                      std::is_same<typename X::array_layout, Kokkos::LayoutStride>::value,
-                  "gather_rows copies contiguous rows of x");
+    // Rows that are not contiguous (LayoutLeft) are read a value at a time.
+    const bool contiguous = rows_contiguous(x);
     Kokkos::parallel_for(
         label,
         Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0,
                                                                    std::int64_t(out.extent(0))),
         KOKKOS_LAMBDA(std::int64_t r) {
-          const auto* from = &x(rows(first + r), 0);
+          const std::int64_t i = rows(first + r);
           Scalar* to = &out(r, 0);
-          for (std::int64_t j = 0; j < d; ++j) to[j] = from[j];
+          if (contiguous) {
+            const auto* from = &x(i, 0);
+            for (std::int64_t j = 0; j < d; ++j) to[j] = from[j];
+          } else {
+            for (std::int64_t j = 0; j < d; ++j) to[j] = x(i, j);
+          }
           if (n > d) to[d] = last;
         });
   } else {
@@ -268,7 +272,7 @@ struct LayerwisePanels {
                       std::int64_t m) const {
     const int d = layers.layer[0].inputs;
     const bool augmented = layers.layer[0].form == DenseForm::rows_with_bias;
-    if (std::is_same<Rows, RowRange>::value && !augmented &&
+    if (std::is_same<Rows, RowRange>::value && !augmented && rows_contiguous(x) &&
         std::size_t(x.stride(0)) == std::size_t(d))
       return CMatrix(x.data() + rows_of(first) * d, m, d);
     const Matrix gathered(input, m, augmented ? d + 1 : d);

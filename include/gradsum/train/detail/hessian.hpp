@@ -9,6 +9,7 @@
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/model_members.hpp>
 #include <gradsum/core/requirements.hpp>
+#include <gradsum/data/feature_rows.hpp>
 #include <gradsum/gradient/analytic.hpp>
 #include <gradsum/train/objective.hpp>
 
@@ -25,7 +26,8 @@ template <class Model, class Loss, class Scalar, class X, class Y, class Rows>
 struct HessianBody : PerSample<Model, Loss, Scalar, X, Y, Rows> {
   KOKKOS_FUNCTION void operator()(std::int64_t i, Scalar* acc) const {
     const std::int64_t r = this->rows(i);
-    const Scalar* xi = &this->x(r, 0);
+    FeatureRoom<X> room;
+    const Scalar* xi = room.row(this->x, r);
     constexpr int capacity = output_capacity<Model>::value;
     Scalar z[capacity] = {};
     Scalar d2[capacity * capacity] = {};

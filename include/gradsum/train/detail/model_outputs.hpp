@@ -8,9 +8,11 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/model_members.hpp>
+#include <gradsum/data/feature_rows.hpp>
 #include <gradsum/gradient/detail/layerwise.hpp>
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 namespace gradsum {
@@ -25,7 +27,8 @@ struct OutputsOfRows {
 
   KOKKOS_FUNCTION void operator()(std::int64_t r, Value& sum) const {
     Scalar z[output_capacity<Model>::value] = {};
-    model.forward(theta, &x(r, 0), z);
+    FeatureRoom<X> room;
+    model.forward(theta, room.row(x, r), z);
     f(r, static_cast<const Scalar*>(z), sum);
   }
 };
@@ -40,9 +43,9 @@ constexpr bool check_features_types() {
                              typename Theta::non_const_value_type>::value,
                 "gradsum::predict: features must hold the parameters' scalar type");
   static_assert(std::is_same<typename X::array_layout, Kokkos::LayoutRight>::value ||
+                    std::is_same<typename X::array_layout, Kokkos::LayoutLeft>::value ||
                     std::is_same<typename X::array_layout, Kokkos::LayoutStride>::value,
-                "gradsum::predict: features must be LayoutRight or LayoutStride with "
-                "contiguous rows: copy others with Dataset::copy_from");
+                "gradsum::predict: features must be LayoutRight, LayoutLeft or LayoutStride");
   static_assert(
       Kokkos::SpaceAccessibility<Space, typename X::memory_space>::accessible &&
           Kokkos::SpaceAccessibility<Space, typename Theta::memory_space>::accessible,
@@ -51,16 +54,28 @@ constexpr bool check_features_types() {
   return true;
 }
 
-/// Throws, naming `who`, unless `x` (n x d, contiguous rows) and `theta`
-/// fit `model`.
+/// Whether reduce_outputs() takes `model` layer by layer for features `x`:
+/// a network beyond the per-sample limits, or rows it would gather that
+/// are wider than max_gathered_features.
+template <class Model, class X>
+bool outputs_layerwise(const Model& model, const X& x) {
+  if constexpr (has_dense_layers<Model>::value)
+    return !per_sample_limits(model).empty() || !gather_limit("", x).empty();
+  else
+    return false;
+}
+
+/// Throws, naming `who`, unless `x` (n x d, any layout) and `theta` fit
+/// `model`.
 template <class Model, class Theta, class X>
 void check_features(const char* who, const Model& model, const Theta& theta, const X& x) {
   if (std::int64_t(x.extent(1)) != model.num_features())
     fail(who, ": the features have ", x.extent(1), " columns but model ", model.name(),
          " expects ", model.num_features());
-  if (x.extent(1) > 1 && x.stride(1) != 1)
-    fail(who, ": the features have column stride ", x.stride(1),
-         ", so a row is not contiguous; expected 1 (copy them with Dataset::copy_from)");
+  if (!outputs_layerwise(model, x)) {
+    const std::string limit = gather_limit(who, x);
+    if (!limit.empty()) fail(limit);
+  }
   if (std::int64_t(theta.extent(0)) != model.num_parameters())
     fail(who, ": theta has ", theta.extent(0), " entries but model ", model.name(), " has ",
          model.num_parameters(), " parameters");
@@ -68,14 +83,14 @@ void check_features(const char* who, const Model& model, const Theta& theta, con
 
 /// The sum over the rows r of `x` of f(r, z, sum), z the k outputs of
 /// `model` at `theta` for row r (a const Scalar* valid during the call):
-/// per sample, or layer by layer for a network beyond the per-sample
-/// limits. Kernels labelled `label`. Blocking.
+/// per sample, or layer by layer where outputs_layerwise(). Kernels
+/// labelled `label`. Blocking.
 template <class Value, class Space, class Model, class Theta, class X, class F>
 Value reduce_outputs(const Space& space, const Model& model, const Theta& theta, const X& x,
                      const F& f, const char* who, const char* label) {
   using Scalar = typename Theta::non_const_value_type;
   if constexpr (has_dense_layers<Model>::value)
-    if (!per_sample_limits(model).empty())
+    if (outputs_layerwise(model, x))
       return layerwise_reduce_outputs<Value>(space, model, theta, x, f, who, label);
   Value total{};
   Kokkos::parallel_reduce(

@@ -8,6 +8,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/model_members.hpp>
+#include <gradsum/data/feature_rows.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/gradient/analytic.hpp>
 
@@ -36,7 +37,8 @@ struct FirstNonFiniteSample : PerSample<Model, Loss, Scalar, X, Y, Rows> {
     Scalar z[capacity] = {};
     Scalar dz[capacity] = {};
     const int k = this->model.num_outputs();
-    this->model.forward(this->theta, &this->x(r, 0), z);
+    FeatureRoom<X> room;
+    this->model.forward(this->theta, room.row(this->x, r), z);
     bool ok = math::isfinite(this->loss.value(z, k, this->y(r)));
     this->loss.derivative(z, k, this->y(r), dz);
     for (int c = 0; c < k; ++c) ok = ok && math::isfinite(dz[c]);

@@ -247,8 +247,11 @@ template <class Data>
 std::string describe_row(const Data& data, std::int64_t row) {
   auto y = Kokkos::create_mirror_view_and_copy(
       Kokkos::HostSpace(), Kokkos::subview(data.targets(), Kokkos::make_pair(row, row + 1)));
-  auto x = Kokkos::create_mirror_view_and_copy(
-      Kokkos::HostSpace(), Kokkos::subview(data.features(), row, Kokkos::ALL()));
+  // Through a contiguous copy: a mirror of a strided row spans every row.
+  Kokkos::View<typename Data::scalar_type*, typename Data::memory_space> values(
+      "gradsum::step::row", std::size_t(data.num_features()));
+  Kokkos::deep_copy(values, Kokkos::subview(data.features(), row, Kokkos::ALL()));
+  auto x = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), values);
   for (std::size_t j = 0; j < x.extent(0); ++j)
     if (!std::isfinite(double(x(j)))) return concat(": feature ", j, " is ", double(x(j)));
   return concat(": target is ", double(y(0)));
