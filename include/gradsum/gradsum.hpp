@@ -28,6 +28,7 @@
 #include <gradsum/data/sampler.hpp>
 #include <gradsum/data/scaling.hpp>
 #include <gradsum/data/split.hpp>
+#include <gradsum/data/text.hpp>
 
 #include <gradsum/linalg/gemm.hpp>
 
