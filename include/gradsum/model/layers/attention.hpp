@@ -21,6 +21,9 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/multiply_add.hpp>
+#include <gradsum/loss/detail/vector_math.hpp>
+#include <gradsum/model/detail/row_dot.hpp>
 #include <gradsum/model/layer.hpp>
 
 #include <cmath>
@@ -80,8 +83,36 @@ void attention_for_each(const Space& space, const char* label, const AttentionSh
       KOKKOS_LAMBDA(std::int64_t item) { f(item, a.locate(item)); });
 }
 
+/// y[c] += a x[c] for c < n: the loop over a head's columns that the
+/// compiler vectorizes (x and y never overlap).
+template <class Scalar>
+KOKKOS_FORCEINLINE_FUNCTION void attention_axpy(int n, Scalar a, const Scalar* KOKKOS_RESTRICT x,
+                                                Scalar* KOKKOS_RESTRICT y) {
+  for (int c = 0; c < n; ++c) y[c] = multiply_add<true>(a, x[c], y[c]);
+}
+
+/// x . y over a head's n columns: detail::row_dot's fixed order of eight
+/// partial sums (one chain of additions would be the bottleneck).
+template <class Scalar>
+KOKKOS_FORCEINLINE_FUNCTION Scalar attention_dot(int n, const Scalar* x, const Scalar* y) {
+  return row_dot<8, true>(x, y, n);
+}
+
+/// p[0 .. keys) = softmax(p[0 .. keys)) with the maximum subtracted, and
+/// p[keys .. length) = 0: a row of P. The exponentials vectorize.
+template <class Scalar>
+KOKKOS_FORCEINLINE_FUNCTION void attention_softmax(Scalar* p, int keys, int length) {
+  Scalar top = p[0];
+  for (int j = 1; j < keys; ++j) top = p[j] > top ? p[j] : top;
+  for (int j = 0; j < keys; ++j) p[j] = vector_math::exp<true>(p[j] - top);
+  Scalar sum = 0;
+  for (int j = 0; j < keys; ++j) sum += p[j];
+  for (int j = 0; j < keys; ++j) p[j] /= sum;
+  for (int j = keys; j < length; ++j) p[j] = 0;
+}
+
 /// Forward of every (window, head, query row): scores, the masked softmax
-/// with its maximum subtracted (kept in p), and O = P V. Asynchronous.
+/// (kept in p), and O = P V. Asynchronous.
 template <class Space, class In, class Out, class Scalar>
 void attention_forward(const Space& space, const AttentionShape& a, Scalar scale, const In& in,
                        const Out& out, Scalar* p) {
@@ -90,24 +121,13 @@ void attention_forward(const Space& space, const AttentionShape& a, Scalar scale
       KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
         Scalar* pi = attention_row(p, a, item);
         const int keys = a.keys_for(at.position);
-        Scalar top = 0;
-        for (int j = 0; j < keys; ++j) {
-          Scalar s = 0;
-          for (int c = 0; c < at.d; ++c) s += in(at.row, at.q + c) * in(at.first + j, at.k + c);
-          pi[j] = s * scale;
-          top = j == 0 || pi[j] > top ? pi[j] : top;
-        }
-        Scalar sum = 0;
-        for (int j = 0; j < keys; ++j) {
-          pi[j] = math::exp(pi[j] - top);
-          sum += pi[j];
-        }
-        for (int j = 0; j < keys; ++j) pi[j] /= sum;
-        for (int j = keys; j < a.length; ++j) pi[j] = 0;
-        for (int c = 0; c < at.d; ++c) out(at.row, at.q + c) = 0;
+        const Scalar* query = &in(at.row, at.q);
         for (int j = 0; j < keys; ++j)
-          for (int c = 0; c < at.d; ++c)
-            out(at.row, at.q + c) += pi[j] * in(at.first + j, at.v + c);
+          pi[j] = attention_dot(at.d, query, &in(at.first + j, at.k)) * scale;
+        attention_softmax(pi, keys, a.length);
+        Scalar* o = &out(at.row, at.q);
+        for (int c = 0; c < at.d; ++c) o[c] = 0;
+        for (int j = 0; j < keys; ++j) attention_axpy(at.d, pi[j], &in(at.first + j, at.v), o);
       });
 }
 
@@ -122,17 +142,15 @@ void attention_backward_queries(const Space& space, const AttentionShape& a, Sca
       space, "gradsum::layer::attention::backward_queries", a,
       KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
         const Scalar* pi = attention_row(p, a, item);
-        const std::int64_t row = at.row, q = at.q;
-        Scalar dot = 0;
-        for (int c = 0; c < at.d; ++c) dot += dout(row, q + c) * out(row, q + c);
+        const Scalar* grad = &dout(at.row, at.q);
+        const Scalar dot = attention_dot(at.d, grad, &out(at.row, at.q));
         delta[item] = dot;
-        for (int c = 0; c < at.d; ++c) din(row, q + c) = 0;
+        Scalar* dq = &din(at.row, at.q);
+        for (int c = 0; c < at.d; ++c) dq[c] = 0;
         const int keys = a.keys_for(at.position);
         for (int j = 0; j < keys; ++j) {
-          Scalar dp = 0;
-          for (int c = 0; c < at.d; ++c) dp += dout(row, q + c) * in(at.first + j, at.v + c);
-          const Scalar ds = pi[j] * (dp - dot) * scale;
-          for (int c = 0; c < at.d; ++c) din(row, q + c) += ds * in(at.first + j, at.k + c);
+          const Scalar dp = attention_dot(at.d, grad, &in(at.first + j, at.v));
+          attention_axpy(at.d, pi[j] * (dp - dot) * scale, &in(at.first + j, at.k), dq);
         }
       });
 }
@@ -149,18 +167,15 @@ void attention_backward_keys(const Space& space, const AttentionShape& a, Scalar
       KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
         const int j = at.position;
         const std::int64_t base = item - j;  // the (window, head)'s first item
-        const std::int64_t row = at.row, k = at.k, v = at.v;
-        for (int c = 0; c < at.d; ++c) din(row, k + c) = din(row, v + c) = 0;
+        const Scalar* value = &in(at.row, at.v);
+        Scalar *dk = &din(at.row, at.k), *dv = &din(at.row, at.v);
+        for (int c = 0; c < at.d; ++c) dk[c] = dv[c] = 0;
         for (int i = a.first_query_for(j); i < a.length; ++i) {
           const Scalar pij = attention_row(p, a, base + i)[j];
-          const std::int64_t from = at.first + i;
-          Scalar dp = 0;
-          for (int c = 0; c < at.d; ++c) dp += dout(from, at.q + c) * in(row, v + c);
-          const Scalar ds = pij * (dp - delta[base + i]) * scale;
-          for (int c = 0; c < at.d; ++c) {
-            din(row, k + c) += ds * in(from, at.q + c);
-            din(row, v + c) += pij * dout(from, at.q + c);
-          }
+          const Scalar* grad = &dout(at.first + i, at.q);
+          const Scalar dp = attention_dot(at.d, grad, value);
+          attention_axpy(at.d, pij * (dp - delta[base + i]) * scale, &in(at.first + i, at.q), dk);
+          attention_axpy(at.d, pij, grad, dv);
         }
       });
 }
