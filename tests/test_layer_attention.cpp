@@ -10,6 +10,7 @@
 #include <gradsum/model/layers/attention.hpp>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 using namespace gradsum_test;
@@ -97,6 +98,35 @@ std::vector<double> attention_panel(std::int64_t rows, int columns, std::uint64_
   return random_vector(std::size_t(rows * columns), seed, 1.0);
 }
 
+
+// Forward then backward on `in` (rows x 3C) and `dout` (rows x C): the
+// output and the input's gradient, as doubles.
+template <class Space>
+std::pair<std::vector<double>, std::vector<double>> attention_gradients(
+    const gradsum::SelfAttention& layer, gradsum::Tokens t, const std::vector<double>& in,
+    const std::vector<double>& dout) {
+  using Memory = typename Space::memory_space;
+  using Matrix = Kokkos::View<double**, Kokkos::LayoutRight, Memory>;
+  const auto rows = std::size_t(t.rows());
+  const auto c = std::size_t(layer.width());
+  Matrix x("x", rows, 3 * c), y("y", rows, c), dy("dy", rows, c), dx("dx", rows, 3 * c);
+  Kokkos::View<double*, Memory> work("work", layer.workspace_size(t));
+  Kokkos::deep_copy(x, Kokkos::View<const double**, Kokkos::LayoutRight, Kokkos::HostSpace>(
+                           in.data(), rows, 3 * c));
+  Kokkos::deep_copy(dy, Kokkos::View<const double**, Kokkos::LayoutRight, Kokkos::HostSpace>(
+                            dout.data(), rows, c));
+  using In = gradsum::LayerInput<double, Memory>;
+  layer.forward(Space(), static_cast<const double*>(nullptr), t, In(x.data(), rows, 3 * c),
+                gradsum::LayerOutput<double, Memory>(y.data(), rows, c), work.data());
+  layer.backward(Space(), static_cast<const double*>(nullptr), t, In(x.data(), rows, 3 * c),
+                 In(y.data(), rows, c), In(dy.data(), rows, c), static_cast<double*>(nullptr),
+                 gradsum::LayerOutput<double, Memory>(dx.data(), rows, 3 * c), work.data());
+  Space().fence();
+  auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
+  auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dx);
+  return {std::vector<double>(hy.data(), hy.data() + hy.size()),
+          std::vector<double>(hx.data(), hx.data() + hx.size())};
+}
 }  // namespace
 
 TEST_CASE_TEMPLATE_DEFINE("attention: backward against central differences", Space,
@@ -173,6 +203,28 @@ TEST_CASE_TEMPLATE_DEFINE("attention: later tokens change no causal output befor
   }
 }
 TEST_CASE_TEMPLATE_APPLY(attention_causal, Spaces);
+
+// No atomics and sums in a fixed order: a host space with any number of
+// threads gives Serial's bits (the two-thread suite runs OpenMP on two).
+TEST_CASE_TEMPLATE_DEFINE("attention: the same bits as Serial on host spaces", Space,
+                          attention_same_bits) {
+#ifdef KOKKOS_ENABLE_SERIAL
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                           typename Space::memory_space>::accessible) {
+    const gradsum::Tokens t{3, 9};
+    const auto in = attention_panel(t.rows(), 3 * 8, 4143);
+    const auto dout = attention_panel(t.rows(), 8, 4144);
+    for (const bool causal : {true, false}) {
+      const gradsum::SelfAttention layer(8, 2, causal);
+      const auto here = attention_gradients<Space>(layer, t, in, dout);
+      const auto serial = attention_gradients<Kokkos::Serial>(layer, t, in, dout);
+      CHECK(here.first == serial.first);
+      CHECK(here.second == serial.second);
+    }
+  }
+#endif
+}
+TEST_CASE_TEMPLATE_APPLY(attention_same_bits, Spaces);
 
 TEST_CASE("attention: shapes, workspace and errors that name them") {
   using gradsum::SelfAttention;
