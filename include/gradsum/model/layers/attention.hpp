@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// @file
+/// Multi-head scaled dot-product self-attention, without parameters (the
+/// projections around it are dense layers). Per window and head h, with
+/// d = C/H and the rows of Q, K, V the token rows' slices of that head:
+///
+///     S = Q K^T / sqrt(d),   P = softmax(S) row by row (key j > query i
+///     masked out when causal),   O = P V
+///
+/// and backward (the FlashAttention identity: sum_j P_ij dP_ij = dO_i . O_i)
+///
+///     dP = dO V^T,   delta_i = dO_i . O_i,   dS = P . (dP - delta) / sqrt(d)
+///     dQ = dS K,     dK = dS^T Q,            dV = P^T dO
+///
+/// each in fused kernels of its own: forward and dQ parallel over (window,
+/// head, query row), dK and dV over (window, head, key row) with the query
+/// rows summed in order, so that no atomics are needed and the sums have
+/// the same bits whatever the thread count.
+
+#include <gradsum/core/error.hpp>
+#include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/multiply_add.hpp>
+#include <gradsum/loss/detail/vector_math.hpp>
+#include <gradsum/model/detail/row_dot.hpp>
+#include <gradsum/model/layer.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace gradsum {
+namespace detail {
+
+/// Where a kernel index (window, head, row) reads and writes: the row's
+/// position in its window, the window's first row and the row itself, the
+/// head's width d and first column of Q, K and V.
+struct AttentionItem {
+  int position, d;
+  std::int64_t first, row, q, k, v;
+};
+
+/// The shape of one panel of attention, captured by the kernels.
+struct AttentionShape {
+  std::int64_t sequences = 0;
+  int length = 1, width = 0, heads = 1;
+  bool causal = true;
+
+  KOKKOS_FUNCTION int head_width() const { return width / heads; }
+  /// Keys query i sees: [0, i] when causal, every key of its window otherwise.
+  KOKKOS_FUNCTION int keys_for(int i) const { return causal ? i + 1 : length; }
+  /// Queries that see key j: [j, length) when causal, all otherwise.
+  KOKKOS_FUNCTION int first_query_for(int j) const { return causal ? j : 0; }
+  /// (window, head, row) pairs: the kernels' index space.
+  KOKKOS_FUNCTION std::int64_t items() const { return sequences * heads * length; }
+  /// The item ((window H + head) T + position) decoded.
+  KOKKOS_FUNCTION AttentionItem locate(std::int64_t item) const {
+    const int position = int(item % length), d = head_width();
+    const std::int64_t pair = item / length, q = pair % heads * d;
+    const std::int64_t first = pair / heads * length;
+    return {position, d, first, first + position, q, width + q, 2 * std::int64_t(width) + q};
+  }
+  std::size_t probabilities() const { return std::size_t(items()) * std::size_t(length); }
+};
+
+/// The probabilities P of the panel: window s, head h, query i, key j at
+/// ((s H + h) T + i) T + j of the workspace (0 where masked).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar* attention_row(Scalar* p, const AttentionShape& a,
+                                             std::int64_t item) {
+  return p + item * a.length;
+}
+
+/// f(item, where) for every (window, head, row) of the panel, an index
+/// each, its loops over keys and columns sequential. Asynchronous.
+template <class Space, class F>
+void attention_for_each(const Space& space, const char* label, const AttentionShape& a,
+                        const F& f) {
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, a.items()),
+      KOKKOS_LAMBDA(std::int64_t item) { f(item, a.locate(item)); });
+}
+
+/// y[c] += a x[c] for c < n: the loop over a head's columns that the
+/// compiler vectorizes (x and y never overlap).
+template <class Scalar>
+KOKKOS_FORCEINLINE_FUNCTION void attention_axpy(int n, Scalar a, const Scalar* KOKKOS_RESTRICT x,
+                                                Scalar* KOKKOS_RESTRICT y) {
+  for (int c = 0; c < n; ++c) y[c] = multiply_add<true>(a, x[c], y[c]);
+}
+
+/// x . y over a head's n columns: detail::row_dot's fixed order of eight
+/// partial sums (one chain of additions would be the bottleneck).
+template <class Scalar>
+KOKKOS_FORCEINLINE_FUNCTION Scalar attention_dot(int n, const Scalar* x, const Scalar* y) {
+  return row_dot<8, true>(x, y, n);
+}
+
+/// p[0 .. keys) = softmax(p[0 .. keys)) with the maximum subtracted, and
+/// p[keys .. length) = 0: a row of P. The exponentials vectorize.
+template <class Scalar>
+KOKKOS_FORCEINLINE_FUNCTION void attention_softmax(Scalar* p, int keys, int length) {
+  Scalar top = p[0];
+  for (int j = 1; j < keys; ++j) top = p[j] > top ? p[j] : top;
+  for (int j = 0; j < keys; ++j) p[j] = vector_math::exp<true>(p[j] - top);
+  Scalar sum = 0;
+  for (int j = 0; j < keys; ++j) sum += p[j];
+  for (int j = 0; j < keys; ++j) p[j] /= sum;
+  for (int j = keys; j < length; ++j) p[j] = 0;
+}
+
+/// Forward of every (window, head, query row): scores, the masked softmax
+/// (kept in p), and O = P V. Asynchronous.
+template <class Space, class In, class Out, class Scalar>
+void attention_forward(const Space& space, const AttentionShape& a, Scalar scale, const In& in,
+                       const Out& out, Scalar* p) {
+  attention_for_each(
+      space, "gradsum::layer::attention::forward", a,
+      KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
+        Scalar* pi = attention_row(p, a, item);
+        const int keys = a.keys_for(at.position);
+        const Scalar* query = &in(at.row, at.q);
+        for (int j = 0; j < keys; ++j)
+          pi[j] = attention_dot(at.d, query, &in(at.first + j, at.k)) * scale;
+        attention_softmax(pi, keys, a.length);
+        Scalar* o = &out(at.row, at.q);
+        for (int c = 0; c < at.d; ++c) o[c] = 0;
+        for (int j = 0; j < keys; ++j) attention_axpy(at.d, pi[j], &in(at.first + j, at.v), o);
+      });
+}
+
+/// delta_i = dO_i . O_i and dQ_i = sum_j dS_ij K_j for every (window,
+/// head, query row); delta kept after p for the keys' pass. Asynchronous.
+template <class Space, class In, class Din, class Scalar>
+void attention_backward_queries(const Space& space, const AttentionShape& a, Scalar scale,
+                                const In& in, const In& out, const In& dout, const Din& din,
+                                Scalar* p) {
+  Scalar* delta = p + a.probabilities();
+  attention_for_each(
+      space, "gradsum::layer::attention::backward_queries", a,
+      KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
+        const Scalar* pi = attention_row(p, a, item);
+        const Scalar* grad = &dout(at.row, at.q);
+        const Scalar dot = attention_dot(at.d, grad, &out(at.row, at.q));
+        delta[item] = dot;
+        Scalar* dq = &din(at.row, at.q);
+        for (int c = 0; c < at.d; ++c) dq[c] = 0;
+        const int keys = a.keys_for(at.position);
+        for (int j = 0; j < keys; ++j) {
+          const Scalar dp = attention_dot(at.d, grad, &in(at.first + j, at.v));
+          attention_axpy(at.d, pi[j] * (dp - dot) * scale, &in(at.first + j, at.k), dq);
+        }
+      });
+}
+
+/// dK_j = sum_i dS_ij Q_i and dV_j = sum_i P_ij dO_i for every (window,
+/// head, key row), the queries i in order. Asynchronous; after
+/// attention_backward_queries on the same space (it reads delta).
+template <class Space, class In, class Din, class Scalar>
+void attention_backward_keys(const Space& space, const AttentionShape& a, Scalar scale,
+                             const In& in, const In& dout, const Din& din, const Scalar* p) {
+  const Scalar* delta = p + a.probabilities();
+  attention_for_each(
+      space, "gradsum::layer::attention::backward_keys_values", a,
+      KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
+        const int j = at.position;
+        const std::int64_t base = item - j;  // the (window, head)'s first item
+        const Scalar* value = &in(at.row, at.v);
+        Scalar *dk = &din(at.row, at.k), *dv = &din(at.row, at.v);
+        for (int c = 0; c < at.d; ++c) dk[c] = dv[c] = 0;
+        for (int i = a.first_query_for(j); i < a.length; ++i) {
+          const Scalar pij = attention_row(p, a, base + i)[j];
+          const Scalar* grad = &dout(at.first + i, at.q);
+          const Scalar dp = attention_dot(at.d, grad, value);
+          attention_axpy(at.d, pij * (dp - delta[base + i]) * scale, &in(at.first + i, at.q), dk);
+          attention_axpy(at.d, pij, grad, dv);
+        }
+      });
+}
+
+}  // namespace detail
+
+/// Multi-head self-attention over the windows of a panel: input rows x 3C
+/// holding queries, keys and values (columns [0, C), [C, 2C), [2C, 3C);
+/// head h the slice [h C/H, (h+1) C/H) of each), output rows x C (the
+/// heads concatenated). No parameters. Scores are scaled by 1/sqrt(C/H);
+/// with `causal`, a query sees the keys of its own window at positions up
+/// to its own, otherwise its whole window. The softmax subtracts each
+/// row's maximum. The workspace keeps the probabilities, sequences x H x
+/// T x T scalars (it grows with the square of the window length), and
+/// sequences x H x T more for backward.
+class SelfAttention {
+ public:
+  /// C = `width`, H = `heads`; throws gradsum::Error unless both are
+  /// positive and H divides C.
+  SelfAttention(int width, int heads, bool causal = true)
+      : width_(width), heads_(heads), causal_(causal) {
+    if (width < 1 || heads < 1)
+      fail("gradsum::SelfAttention: width and heads must be >= 1, got width ", width,
+           " and heads ", heads);
+    if (width % heads != 0)
+      fail("gradsum::SelfAttention: width ", width, " is not divisible by heads ", heads,
+           "; expected a multiple of ", heads);
+  }
+
+  int width() const { return width_; }
+  int heads() const { return heads_; }
+  bool causal() const { return causal_; }
+
+  int num_parameters() const { return 0; }
+  int input_width() const { return 3 * width_; }
+  int output_width() const { return width_; }
+  /// sequences x H x T x (T + 1) scalars.
+  std::size_t workspace_size(Tokens t) const {
+    if (t.sequences < 1 || t.length < 1) return 0;
+    return shape(t).probabilities() + std::size_t(shape(t).items());
+  }
+  /// "self_attention(C,H,causal)" or "self_attention(C,H,full)".
+  std::string describe() const {
+    return concat("self_attention(", width_, ",", heads_, causal_ ? ",causal)" : ",full)");
+  }
+
+  /// Writes out = the heads' attention outputs and keeps P in `work`.
+  /// Asynchronous; throws gradsum::Error on shapes that do not match.
+  template <class Space, class Scalar, class Memory>
+  void forward(const Space& space, const Scalar* /*theta*/, Tokens t,
+               LayerInput<Scalar, Memory> in, LayerOutput<Scalar, Memory> out,
+               Scalar* work) const {
+    check(t, in.extent(0), in.extent(1), out.extent(0), out.extent(1), "forward");
+    if (t.rows() == 0) return;
+    detail::attention_forward(space, shape(t), scale<Scalar>(), in, out, work);
+  }
+
+  /// Writes din = dL/d(Q, K, V) from dout (nothing to add into g: no
+  /// parameters; nothing at all when din.data() is null). Asynchronous.
+  template <class Space, class Scalar, class Memory>
+  void backward(const Space& space, const Scalar* /*theta*/, Tokens t,
+                LayerInput<Scalar, Memory> in, LayerInput<Scalar, Memory> out,
+                LayerInput<Scalar, Memory> dout, Scalar* /*g*/, LayerOutput<Scalar, Memory> din,
+                Scalar* work) const {
+    if (din.data() == nullptr || t.rows() == 0) return;
+    check(t, in.extent(0), in.extent(1), dout.extent(0), dout.extent(1), "backward");
+    check(t, din.extent(0), din.extent(1), out.extent(0), out.extent(1), "backward");
+    const auto a = shape(t);
+    detail::attention_backward_queries(space, a, scale<Scalar>(), in, out, dout, din, work);
+    detail::attention_backward_keys(space, a, scale<Scalar>(), in, dout, din,
+                                    static_cast<const Scalar*>(work));
+  }
+
+ private:
+  detail::AttentionShape shape(Tokens t) const {
+    return {t.sequences, t.length, width_, heads_, causal_};
+  }
+  template <class Scalar>
+  Scalar scale() const {
+    return Scalar(1 / std::sqrt(double(width_ / heads_)));
+  }
+  // A panel whose extents disagree with t and the widths is the caller's bug.
+  void check(Tokens t, std::size_t in_rows, std::size_t in_cols, std::size_t out_rows,
+             std::size_t out_cols, const char* where) const {
+    if (t.sequences < 0 || t.length < 1)
+      fail("gradsum::SelfAttention::", where, ": tokens must be >= 0 windows of length >= 1, got ",
+           t.sequences, " x ", t.length);
+    const auto rows = std::size_t(t.rows());
+    if (in_rows != rows || in_cols != std::size_t(input_width()) || out_rows != rows ||
+        out_cols != std::size_t(output_width()))
+      fail("gradsum::SelfAttention::", where, ": got input ", in_rows, " x ", in_cols,
+           " and output ", out_rows, " x ", out_cols, "; expected ", rows, " x ", input_width(),
+           " and ", rows, " x ", output_width(), " (", t.sequences, " windows of ", t.length,
+           " tokens, width ", width_, ")");
+  }
+
+  int width_ = 0, heads_ = 1;
+  bool causal_ = true;
+};
+
+}  // namespace gradsum
