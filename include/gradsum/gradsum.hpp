@@ -57,6 +57,11 @@
 #include <gradsum/optimizer/steepest_descent.hpp>
 
 #include <gradsum/model/initializers.hpp>
+#include <gradsum/model/layer.hpp>
+#include <gradsum/model/layers/attention.hpp>
+#include <gradsum/model/layers/repeated.hpp>
+#include <gradsum/model/layers/residual.hpp>
+#include <gradsum/model/layers/sequential.hpp>
 #include <gradsum/model/linear.hpp>
 #include <gradsum/model/mlp.hpp>
 #include <gradsum/model/softmax.hpp>
