@@ -60,8 +60,8 @@ TEST_CASE_TEMPLATE_DEFINE("layer dense: backward against central differences", S
 }
 TEST_CASE_TEMPLATE_APPLY(dense_differences, gradsum_test::Spaces);
 
-TEST_CASE_TEMPLATE_DEFINE("layer dense: the first layer (no din) adds the same dL/dtheta",
-                          Space, dense_first) {
+TEST_CASE_TEMPLATE_DEFINE("layer dense: the first layer (no din) adds the same dL/dtheta", Space,
+                          dense_first) {
   for (Activation f : {Activation::tanh, Activation::gelu})
     check_errors(gradsum_test::check_layer<Space>(Dense(4, 7, f), Tokens{2, 3}, 7, {}, false),
                  false);
@@ -115,13 +115,17 @@ TEST_CASE_TEMPLATE_APPLY(activation_differences, gradsum_test::Spaces);
 
 TEST_CASE("layer activation: gelu is the tanh form (values from its formula)") {
   // Values of z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))), evaluated apart.
-  const double table[][2] = {{-3.0, -0.0036373920817729943}, {-1.0, -0.15880800939172324},
-                             {-0.5, -0.15428599017485606},   {0.1, 0.053982751045435165},
-                             {1.0, 0.8411919906082768},      {2.5, 2.484915733910001},
+  const double table[][2] = {{-3.0, -0.0036373920817729943},
+                             {-1.0, -0.15880800939172324},
+                             {-0.5, -0.15428599017485606},
+                             {0.1, 0.053982751045435165},
+                             {1.0, 0.8411919906082768},
+                             {2.5, 2.484915733910001},
                              {0.0, 0.0}};
   for (const auto& zv : table) {
     INFO("z = " << zv[0]);
-    CHECK(gradsum::detail::activate(Activation::gelu, zv[0]) == doctest::Approx(zv[1]).epsilon(1e-15));
+    CHECK(gradsum::detail::activate(Activation::gelu, zv[0]) ==
+          doctest::Approx(zv[1]).epsilon(1e-15));
     CHECK(double(gradsum::detail::activate(Activation::gelu, float(zv[0]))) ==
           doctest::Approx(zv[1]).epsilon(1e-6));
   }
@@ -151,7 +155,8 @@ TEST_CASE("layer dense: names, shapes and errors") {
   CHECK(Dense(4, 3, Activation::tanh).workspace_size(Tokens{2, 5}) == 40);
   CHECK(Dense(4, 3, Activation::gelu).workspace_size(Tokens{2, 5}) == 70);
   CHECK(ActivationLayer(9, Activation::gelu).describe() == "activation(9,gelu)");
-  CHECK_THROWS_WITH_AS(Dense(0, 3), "gradsum::Dense: inputs and outputs must be at least 1, got 0 and 3",
+  CHECK_THROWS_WITH_AS(Dense(0, 3),
+                       "gradsum::Dense: inputs and outputs must be at least 1, got 0 and 3",
                        gradsum::Error);
   CHECK_THROWS_WITH_AS(Dense(70000, 70000),
                        doctest::Contains("70000 x 70000 has more parameters than an int holds"),
@@ -172,11 +177,64 @@ TEST_CASE("layer dense: names, shapes and errors") {
   using Memory = Host::memory_space;
   std::vector<double> theta(15), x(8), y(6);
   CHECK_THROWS_WITH_AS(
-      Dense(4, 3).forward(Host(), theta.data(), Tokens{1, 2},
-                          gradsum::LayerInput<double, Memory>(x.data(), 2, 4),
-                          gradsum::LayerOutput<double, Memory>(y.data(), 3, 2),
-                          static_cast<double*>(nullptr)),
+      Dense(4, 3).forward(
+          Host(), theta.data(), Tokens{1, 2}, gradsum::LayerInput<double, Memory>(x.data(), 2, 4),
+          gradsum::LayerOutput<double, Memory>(y.data(), 3, 2), static_cast<double*>(nullptr)),
       "gradsum::Dense::forward: out is 3 x 2; expected 2 x 3 (the panel's rows x the layer's "
       "width)",
       gradsum::Error);
 }
+
+namespace {
+
+// Dense's forward and backward in Scalar on the panel t at fixed random
+// values (dout too); returns out, g and din, in double.
+template <class Space, class Scalar>
+std::vector<std::vector<double>> dense_pass(const Dense& layer, Tokens t) {
+  using Memory = typename Space::memory_space;
+  using Vector = Kokkos::View<Scalar*, Memory>;
+  const auto rows = std::size_t(t.rows());
+  const auto n_in = std::size_t(layer.inputs()), n_out = std::size_t(layer.outputs());
+  auto filled = [](std::size_t n, std::uint64_t seed) {
+    Vector v("v", n);
+    auto h = Kokkos::create_mirror_view(v);
+    const auto values = gradsum_test::random_vector(n, seed);
+    for (std::size_t i = 0; i < n; ++i) h(i) = Scalar(values[i]);
+    Kokkos::deep_copy(v, h);
+    return v;
+  };
+  const Vector theta = filled(std::size_t(layer.num_parameters()), 11),
+               in = filled(rows * n_in, 12), dout = filled(rows * n_out, 13),
+               out("out", rows * n_out), g("g", std::size_t(layer.num_parameters())),
+               din("din", rows * n_in), work("work", layer.workspace_size(t));
+  using CMatrix = gradsum::LayerInput<Scalar, Memory>;
+  using Matrix = gradsum::LayerOutput<Scalar, Memory>;
+  layer.forward(Space(), theta.data(), t, CMatrix(in.data(), rows, n_in),
+                Matrix(out.data(), rows, n_out), work.data());
+  layer.backward(Space(), theta.data(), t, CMatrix(in.data(), rows, n_in),
+                 CMatrix(out.data(), rows, n_out), CMatrix(dout.data(), rows, n_out), g.data(),
+                 Matrix(din.data(), rows, n_in), work.data());
+  std::vector<std::vector<double>> result;
+  for (const Vector& v : {out, g, din}) {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+    result.emplace_back(h.data(), h.data() + h.extent(0));
+  }
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("layer dense: float gives double's values to float's precision", Space,
+                          dense_float) {
+  for (Activation f : every_activation) {
+    const Dense layer(9, 70, f);
+    INFO(layer.describe());
+    const auto in_float = dense_pass<Space, float>(layer, Tokens{3, 3});
+    const auto in_double = dense_pass<Space, double>(layer, Tokens{3, 3});
+    for (std::size_t k = 0; k < in_float.size(); ++k) {
+      INFO("out, g, din: " << k);
+      CHECK(gradsum_test::detail::relative_error(in_float[k], in_double[k]) < 1e-6);
+    }
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(dense_float, gradsum_test::Spaces);

@@ -25,6 +25,7 @@ class ActivationLayer {
     if (width < 1) fail("gradsum::ActivationLayer: width must be at least 1, got ", width);
   }
 
+  /// The activation; no parameters, rows of `width` in and out, no workspace.
   Activation activation() const { return activation_; }
   int num_parameters() const { return 0; }
   int input_width() const { return width_; }

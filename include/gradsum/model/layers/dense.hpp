@@ -41,10 +41,8 @@ class Dense {
   Dense(int inputs, int outputs, Activation activation = Activation::identity, bool bias = true)
       : inputs_(inputs), outputs_(outputs), activation_(activation), bias_(bias) {
     if (inputs < 1 || outputs < 1)
-      fail("gradsum::Dense: inputs and outputs must be at least 1, got ", inputs, " and ",
-           outputs);
-    const std::int64_t params =
-        std::int64_t(inputs) * outputs + (bias ? std::int64_t(outputs) : 0);
+      fail("gradsum::Dense: inputs and outputs must be at least 1, got ", inputs, " and ", outputs);
+    const std::int64_t params = std::int64_t(inputs) * outputs + (bias ? std::int64_t(outputs) : 0);
     if (params > std::int64_t(2147483647))
       fail("gradsum::Dense: ", inputs, " x ", outputs,
            " has more parameters than an int holds (2147483647)");
@@ -85,8 +83,8 @@ class Dense {
     detail::check_panel("gradsum::Dense::forward", "out", out, t.rows(), outputs_);
     gemm(space, 'N', 'T', Scalar(1), in, CMatrix(theta, outputs_, inputs_), Scalar(0), out);
     if (activation_ != Activation::identity || bias_)
-      detail::bias_activate(space, "gradsum::layer::dense::bias_activation", activation_, out,
-                            out, bias_ ? theta + weights() : nullptr,
+      detail::bias_activate(space, "gradsum::layer::dense::bias_activation", activation_, out, out,
+                            bias_ ? theta + weights() : nullptr,
                             keeps_pre() ? pre(t, work) : nullptr);
   }
 
@@ -113,16 +111,14 @@ class Dense {
         detail::slope_times(space, "gradsum::layer::dense::slope", activation_, dout,
                             CMatrix(pre(t, work), rows, outputs_), true, scaled);
       else
-        detail::slope_times(space, "gradsum::layer::dense::slope", activation_, dout, out,
-                            false, scaled);
+        detail::slope_times(space, "gradsum::layer::dense::slope", activation_, dout, out, false,
+                            scaled);
       delta = scaled;
     }
     gemm(space, 'T', 'N', Scalar(1), delta, in, Scalar(1), Matrix(g, outputs_, inputs_));
     if (bias_) {
       Scalar* ones = work + workspace_size(t) - std::size_t(rows);
-      Kokkos::deep_copy(space, Kokkos::View<Scalar*, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                   ones, rows),
-                        Scalar(1));
+      detail::fill_ones(space, "gradsum::layer::dense::ones", ones, rows);
       gemm(space, 'N', 'N', Scalar(1), CMatrix(ones, 1, rows), delta, Scalar(1),
            Matrix(g + weights(), 1, outputs_));
     }

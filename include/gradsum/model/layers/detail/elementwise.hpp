@@ -3,8 +3,8 @@
 
 /// @file
 /// The elementwise passes of Dense and ActivationLayer: the fused bias
-/// and activation forward, the activation's slope backward, and the check
-/// of a panel's shape.
+/// and activation forward, the activation's slope backward, a row of
+/// ones, and the check of a panel's shape.
 
 #include <gradsum/core/detail/for_each_entry.hpp>
 #include <gradsum/core/error.hpp>
@@ -18,11 +18,18 @@ namespace detail {
 
 /// Throws unless the panel `v` (called `what` by `who`) is rows x width.
 template <class View>
-void check_panel(const char* who, const char* what, const View& v, std::int64_t rows,
-                 int width) {
+void check_panel(const char* who, const char* what, const View& v, std::int64_t rows, int width) {
   if (std::int64_t(v.extent(0)) != rows || std::int64_t(v.extent(1)) != std::int64_t(width))
     fail(who, ": ", what, " is ", v.extent(0), " x ", v.extent(1), "; expected ", rows, " x ",
          width, " (the panel's rows x the layer's width)");
+}
+
+/// p[i] = 1 for i < n (the row of ones of a column sum). Asynchronous.
+template <class Space, class Scalar>
+void fill_ones(const Space& space, const char* label, Scalar* p, std::int64_t n) {
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, n),
+      KOKKOS_LAMBDA(std::int64_t i) { p[i] = Scalar(1); });
 }
 
 /// out(r, j) = F(z), z = in(r, j) + b[j] (b[j] = 0 where b is null), and z
@@ -32,11 +39,12 @@ template <Activation F, class Space, class In, class Out, class Scalar>
 void bias_activate_as(const Space& space, const char* label, const In& in, const Out& out,
                       const Scalar* b, Scalar* pre) {
   const auto m = std::int64_t(out.extent(0)), n = std::int64_t(out.extent(1));
-  for_each_entry(space, label, m, n, KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
-    const Scalar z = b == nullptr ? in(r, j) : in(r, j) + b[j];
-    if (pre != nullptr) pre[r * n + j] = z;
-    out(r, j) = activate(F, z);
-  });
+  for_each_entry(
+      space, label, m, n, KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
+        const Scalar z = b == nullptr ? in(r, j) : in(r, j) + b[j];
+        if (pre != nullptr) pre[r * n + j] = z;
+        out(r, j) = activate(F, z);
+      });
 }
 
 /// bias_activate_as for the activation f. Asynchronous.
@@ -44,14 +52,11 @@ template <class Space, class In, class Out, class Scalar>
 void bias_activate(const Space& space, const char* label, Activation f, const In& in,
                    const Out& out, const Scalar* b, Scalar* pre) {
   switch (f) {
-    case Activation::relu:
-      return bias_activate_as<Activation::relu>(space, label, in, out, b, pre);
-    case Activation::tanh:
-      return bias_activate_as<Activation::tanh>(space, label, in, out, b, pre);
+    case Activation::relu: return bias_activate_as<Activation::relu>(space, label, in, out, b, pre);
+    case Activation::tanh: return bias_activate_as<Activation::tanh>(space, label, in, out, b, pre);
     case Activation::sigmoid:
       return bias_activate_as<Activation::sigmoid>(space, label, in, out, b, pre);
-    case Activation::gelu:
-      return bias_activate_as<Activation::gelu>(space, label, in, out, b, pre);
+    case Activation::gelu: return bias_activate_as<Activation::gelu>(space, label, in, out, b, pre);
     case Activation::identity: break;
   }
   bias_activate_as<Activation::identity>(space, label, in, out, b, pre);
@@ -62,25 +67,28 @@ void bias_activate(const Space& space, const char* label, Activation f, const In
 template <Activation F, bool AtPre, class Space, class Dout, class X, class Delta>
 void slope_times_as(const Space& space, const char* label, const Dout& dout, const X& x,
                     const Delta& delta) {
-  for_each_entry(space, label, std::int64_t(delta.extent(0)), std::int64_t(delta.extent(1)),
-                 KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
-                   delta(r, j) = dout(r, j) * (AtPre ? activation_slope_at(F, x(r, j))
-                                                     : activation_slope(F, x(r, j)));
-                 });
+  for_each_entry(
+      space, label, std::int64_t(delta.extent(0)), std::int64_t(delta.extent(1)),
+      KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
+        delta(r, j) =
+            dout(r, j) * (AtPre ? activation_slope_at(F, x(r, j)) : activation_slope(F, x(r, j)));
+      });
 }
 
 template <Activation F, class Space, class Dout, class X, class Delta>
 void slope_times_at(const Space& space, const char* label, const Dout& dout, const X& x,
                     bool at_pre, const Delta& delta) {
-  if (at_pre) slope_times_as<F, true>(space, label, dout, x, delta);
-  else slope_times_as<F, false>(space, label, dout, x, delta);
+  if (at_pre)
+    slope_times_as<F, true>(space, label, dout, x, delta);
+  else
+    slope_times_as<F, false>(space, label, dout, x, delta);
 }
 
 /// delta = dout . f'(x), x the pre-activations (`at_pre`) or the values
 /// (not for gelu, whose slope needs the pre-activation). Asynchronous.
 template <class Space, class Dout, class X, class Delta>
-void slope_times(const Space& space, const char* label, Activation f, const Dout& dout,
-                 const X& x, bool at_pre, const Delta& delta) {
+void slope_times(const Space& space, const char* label, Activation f, const Dout& dout, const X& x,
+                 bool at_pre, const Delta& delta) {
   switch (f) {
     case Activation::relu:
       return slope_times_at<Activation::relu>(space, label, dout, x, at_pre, delta);
