@@ -21,11 +21,12 @@ using gradsum::Tokens;
 
 namespace {
 
-const Activation every_activation[] = {Activation::identity, Activation::relu, Activation::tanh,
-                                       Activation::sigmoid, Activation::gelu};
+const Activation dense_test_activations[] = {Activation::identity, Activation::relu,
+                                             Activation::tanh, Activation::sigmoid,
+                                             Activation::gelu};
 
 // f(z) in long double from the definitions, not from activation.hpp.
-long double reference_activation(Activation f, long double z) {
+long double dense_test_reference(Activation f, long double z) {
   switch (f) {
     case Activation::relu: return z > 0 ? z : 0;
     case Activation::tanh: return std::tanh(z);
@@ -39,7 +40,7 @@ long double reference_activation(Activation f, long double z) {
   return z;
 }
 
-void check_errors(const gradsum_test::LayerErrors& e, bool inputs = true) {
+void dense_test_check(const gradsum_test::LayerErrors& e, bool inputs = true) {
   CHECK(e.parameters < 1e-7);
   if (inputs) CHECK(e.inputs < 1e-7);
   CHECK(e.accumulate < 1e-13);
@@ -52,19 +53,19 @@ TEST_CASE_TEMPLATE_DEFINE("layer dense: backward against central differences", S
   const int shapes[][2] = {{1, 1}, {5, 3}, {3, 67}, {67, 2}};
   const Tokens panels[] = {{1, 1}, {3, 1}};  // every coordinate: keep the panels small
   std::uint64_t seed = 100;
-  for (Activation f : every_activation)
+  for (Activation f : dense_test_activations)
     for (bool bias : {true, false})
       for (const auto& s : shapes)
         for (const Tokens& t : panels)
-          check_errors(gradsum_test::check_layer<Space>(Dense(s[0], s[1], f, bias), t, ++seed));
+          dense_test_check(gradsum_test::check_layer<Space>(Dense(s[0], s[1], f, bias), t, ++seed));
 }
 TEST_CASE_TEMPLATE_APPLY(dense_differences, gradsum_test::Spaces);
 
 TEST_CASE_TEMPLATE_DEFINE("layer dense: the first layer (no din) adds the same dL/dtheta", Space,
                           dense_first) {
   for (Activation f : {Activation::tanh, Activation::gelu})
-    check_errors(gradsum_test::check_layer<Space>(Dense(4, 7, f), Tokens{2, 3}, 7, {}, false),
-                 false);
+    dense_test_check(gradsum_test::check_layer<Space>(Dense(4, 7, f), Tokens{2, 3}, 7, {}, false),
+                     false);
 }
 TEST_CASE_TEMPLATE_APPLY(dense_first, gradsum_test::Spaces);
 
@@ -73,7 +74,7 @@ TEST_CASE_TEMPLATE_DEFINE("layer dense: forward is f(in W^T + b), PyTorch's layo
   using Memory = typename Space::memory_space;
   const int n_in = 3, n_out = 66;
   const Tokens t{1, 5};
-  for (Activation f : every_activation)
+  for (Activation f : dense_test_activations)
     for (bool bias : {true, false}) {
       const Dense layer(n_in, n_out, f, bias);
       const auto theta = gradsum_test::random_vector(std::size_t(layer.num_parameters()), 3, 1.0);
@@ -92,7 +93,7 @@ TEST_CASE_TEMPLATE_DEFINE("layer dense: forward is f(in W^T + b), PyTorch's layo
           for (int i = 0; i < n_in; ++i)
             z += (long double)theta[std::size_t(o * n_in + i)] * x[std::size_t(r * n_in + i)];
           worst = std::fmax(worst, std::fabs(double(got[std::size_t(r * n_out + o)] -
-                                                    reference_activation(f, z))));
+                                                    dense_test_reference(f, z))));
         }
       INFO(layer.describe());
       CHECK(worst < 1e-13);
@@ -104,7 +105,7 @@ TEST_CASE_TEMPLATE_DEFINE("layer activation: backward against central difference
                           activation_differences) {
   const Tokens panels[] = {{1, 1}, {1, 3}};
   std::uint64_t seed = 200;
-  for (Activation f : every_activation)
+  for (Activation f : dense_test_activations)
     for (int width : {1, 5, 67})
       for (const Tokens& t : panels) {
         const auto e = gradsum_test::check_layer<Space>(ActivationLayer(width, f), t, ++seed);
@@ -190,7 +191,7 @@ namespace {
 // Dense's forward and backward in Scalar on the panel t at fixed random
 // values (dout too); returns out, g and din, in double.
 template <class Space, class Scalar>
-std::vector<std::vector<double>> dense_pass(const Dense& layer, Tokens t) {
+std::vector<std::vector<double>> dense_test_pass(const Dense& layer, Tokens t) {
   using Memory = typename Space::memory_space;
   using Vector = Kokkos::View<Scalar*, Memory>;
   const auto rows = std::size_t(t.rows());
@@ -226,11 +227,11 @@ std::vector<std::vector<double>> dense_pass(const Dense& layer, Tokens t) {
 
 TEST_CASE_TEMPLATE_DEFINE("layer dense: float gives double's values to float's precision", Space,
                           dense_float) {
-  for (Activation f : every_activation) {
+  for (Activation f : dense_test_activations) {
     const Dense layer(9, 70, f);
     INFO(layer.describe());
-    const auto in_float = dense_pass<Space, float>(layer, Tokens{3, 3});
-    const auto in_double = dense_pass<Space, double>(layer, Tokens{3, 3});
+    const auto in_float = dense_test_pass<Space, float>(layer, Tokens{3, 3});
+    const auto in_double = dense_test_pass<Space, double>(layer, Tokens{3, 3});
     for (std::size_t k = 0; k < in_float.size(); ++k) {
       INFO("out, g, din: " << k);
       CHECK(gradsum_test::detail::relative_error(in_float[k], in_double[k]) < 1e-6);
