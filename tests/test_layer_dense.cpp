@@ -239,3 +239,25 @@ TEST_CASE_TEMPLATE_DEFINE("layer dense: float gives double's values to float's p
   }
 }
 TEST_CASE_TEMPLATE_APPLY(dense_float, gradsum_test::Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("layer dense: an empty panel adds nothing", Space, dense_empty) {
+  using Memory = typename Space::memory_space;
+  for (bool bias : {true, false}) {
+    const Dense layer(3, 4, Activation::gelu, bias);
+    const Tokens t{0, 1};
+    CHECK(layer.workspace_size(t) == 0);
+    const auto before = gradsum_test::random_vector(std::size_t(layer.num_parameters()), 5);
+    Kokkos::View<double*, Memory> theta("theta", before.size()), g("g", before.size());
+    gradsum_test::detail::from_host(g, before);
+    const gradsum::LayerInput<double, Memory> none(nullptr, 0, 3), none_out(nullptr, 0, 4);
+    layer.forward(Space(), theta.data(), t, none,
+                  gradsum::LayerOutput<double, Memory>(nullptr, 0, 4),
+                  static_cast<double*>(nullptr));
+    layer.backward(Space(), theta.data(), t, none, none_out, none_out, g.data(),
+                   gradsum::LayerOutput<double, Memory>(nullptr, 0, 3),
+                   static_cast<double*>(nullptr));
+    Space().fence();
+    CHECK(gradsum_test::detail::to_host(g) == before);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(dense_empty, gradsum_test::Spaces);
