@@ -85,15 +85,21 @@ KOKKOS_INLINE_FUNCTION Scalar activation_slope(Activation a, Scalar fz) {
   return Scalar(1);
 }
 
+/// gelu'(z) from z and t = gelu_tanh_u(z), so that a backward that kept t
+/// computes no tanh: the product rule on z/2 (1 + tanh u), with
+/// du/dz = sqrt(2/pi) (1 + 3 0.044715 z^2).
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar gelu_slope(Scalar z, Scalar t) {
+  const Scalar sqrt_2_over_pi = Scalar(0.7978845608028654);
+  return Scalar(0.5) * (Scalar(1) + t) + Scalar(0.5) * z * (Scalar(1) - t * t) * sqrt_2_over_pi *
+                                             (Scalar(1) + Scalar(3 * 0.044715) * z * z);
+}
+
 /// f'(z) from the pre-activation z (any activation; relu'(0) = 0).
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION Scalar activation_slope_at(Activation a, Scalar z) {
-  if (a != Activation::gelu) return activation_slope(a, activate(a, z));
-  // d/dz of z/2 (1 + tanh u): the product rule, with du/dz = sqrt(2/pi) (1 + 3 0.044715 z^2).
-  const Scalar t = gelu_tanh_u(z), sqrt_2_over_pi = Scalar(0.7978845608028654);
-  return Scalar(0.5) * (Scalar(1) + t) +
-         Scalar(0.5) * z * (Scalar(1) - t * t) * sqrt_2_over_pi *
-             (Scalar(1) + Scalar(3 * 0.044715) * z * z);
+  if (a == Activation::gelu) return gelu_slope(z, gelu_tanh_u(z));
+  return activation_slope(a, activate(a, z));
 }
 }  // namespace detail
 }  // namespace gradsum

@@ -44,7 +44,7 @@ class ActivationLayer {
     detail::check_panel("gradsum::ActivationLayer::forward", "in", in, t.rows(), width_);
     detail::check_panel("gradsum::ActivationLayer::forward", "out", out, t.rows(), width_);
     detail::bias_activate(space, "gradsum::layer::activation::forward", activation_, in, out,
-                          static_cast<const Scalar*>(nullptr), static_cast<Scalar*>(nullptr));
+                          static_cast<const Scalar*>(nullptr));
   }
 
   /// din = dout . f'(in) unless din.data() is null; no parameters to add

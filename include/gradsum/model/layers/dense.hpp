@@ -31,9 +31,10 @@ namespace gradsum {
 /// optional bias; a layer in the sense of model/layer.hpp.
 ///
 /// Workspace per row: outputs scalars for delta (unless the activation is
-/// identity, where delta is dout itself), outputs more for the
-/// pre-activations under gelu (the other slopes come from the values),
-/// and a one for the bias's column sums.
+/// identity, where delta is dout itself), under gelu 2 x outputs more for
+/// the pre-activations z and tanh(u) (so that backward computes no tanh;
+/// the other slopes come from the values), and a one for the bias's
+/// column sums.
 class Dense {
  public:
   /// Throws gradsum::Error for a width below 1 or more parameters than an
@@ -62,7 +63,7 @@ class Dense {
   /// Scalars of workspace for the panel t (see the class comment).
   std::size_t workspace_size(Tokens t) const {
     const auto rows = std::size_t(t.rows()), n = std::size_t(outputs_);
-    return rows * n * (keeps_delta() ? 1 : 0) + rows * n * (keeps_pre() ? 1 : 0) +
+    return rows * n * (keeps_delta() ? 1 : 0) + rows * n * (keeps_gelu() ? 2 : 0) +
            (bias_ ? rows : 0);
   }
 
@@ -73,7 +74,8 @@ class Dense {
   }
 
   /// out = f(in W^T + b): one gemm, then one fused bias and activation
-  /// pass (none for identity without bias). Asynchronous.
+  /// pass (none for identity without bias; under gelu it keeps z and
+  /// tanh(u)). Asynchronous.
   template <class Space, class Scalar>
   void forward(const Space& space, const Scalar* theta, Tokens t,
                LayerInput<Scalar, typename Space::memory_space> in,
@@ -82,10 +84,13 @@ class Dense {
     detail::check_panel("gradsum::Dense::forward", "in", in, t.rows(), inputs_);
     detail::check_panel("gradsum::Dense::forward", "out", out, t.rows(), outputs_);
     gemm(space, 'N', 'T', Scalar(1), in, CMatrix(theta, outputs_, inputs_), Scalar(0), out);
-    if (activation_ != Activation::identity || bias_)
+    const Scalar* b = bias_ ? theta + weights() : nullptr;
+    if (keeps_gelu())
+      detail::bias_gelu_keep(space, "gradsum::layer::dense::bias_gelu", out, b, kept_z(t, work),
+                             kept_t(t, work));
+    else if (activation_ != Activation::identity || bias_)
       detail::bias_activate(space, "gradsum::layer::dense::bias_activation", activation_, out, out,
-                            bias_ ? theta + weights() : nullptr,
-                            keeps_pre() ? pre(t, work) : nullptr);
+                            b);
   }
 
   /// Adds dW and db into g, writes din = delta W unless din.data() is
@@ -107,9 +112,9 @@ class Dense {
     CMatrix delta = dout;
     if (keeps_delta()) {
       const Matrix scaled(work, rows, outputs_);
-      if (keeps_pre())
-        detail::slope_times(space, "gradsum::layer::dense::slope", activation_, dout,
-                            CMatrix(pre(t, work), rows, outputs_), true, scaled);
+      if (keeps_gelu())
+        detail::gelu_slope_times(space, "gradsum::layer::dense::slope", dout, kept_z(t, work),
+                                 kept_t(t, work), scaled);
       else
         detail::slope_times(space, "gradsum::layer::dense::slope", activation_, dout, out, false,
                             scaled);
@@ -130,11 +135,15 @@ class Dense {
   int weights() const { return inputs_ * outputs_; }
   // delta = dout . f'(z) needs a buffer unless f is the identity.
   bool keeps_delta() const { return activation_ != Activation::identity; }
-  bool keeps_pre() const { return !slope_from_value(activation_); }
-  // The pre-activations, after delta in the workspace.
+  bool keeps_gelu() const { return activation_ == Activation::gelu; }
+  // Under gelu, z then tanh(u), after delta in the workspace.
   template <class Scalar>
-  Scalar* pre(Tokens t, Scalar* work) const {
-    return work + std::size_t(t.rows()) * std::size_t(outputs_) * (keeps_delta() ? 1 : 0);
+  Scalar* kept_z(Tokens t, Scalar* work) const {
+    return work + std::size_t(t.rows()) * std::size_t(outputs_);
+  }
+  template <class Scalar>
+  Scalar* kept_t(Tokens t, Scalar* work) const {
+    return kept_z(t, work) + std::size_t(t.rows()) * std::size_t(outputs_);
   }
 
   int inputs_ = 0, outputs_ = 0;

@@ -32,34 +32,59 @@ void fill_ones(const Space& space, const char* label, Scalar* p, std::int64_t n)
       KOKKOS_LAMBDA(std::int64_t i) { p[i] = Scalar(1); });
 }
 
-/// out(r, j) = F(z), z = in(r, j) + b[j] (b[j] = 0 where b is null), and z
-/// into pre[r n + j] where pre is not null. `in` may be `out` itself: each
-/// entry is read before it is written. Asynchronous.
+/// out(r, j) = F(in(r, j) + b[j]) (b[j] = 0 where b is null). `in` may be
+/// `out` itself: each entry is read before it is written. Asynchronous.
 template <Activation F, class Space, class In, class Out, class Scalar>
 void bias_activate_as(const Space& space, const char* label, const In& in, const Out& out,
-                      const Scalar* b, Scalar* pre) {
+                      const Scalar* b) {
   const auto m = std::int64_t(out.extent(0)), n = std::int64_t(out.extent(1));
   for_each_entry(
       space, label, m, n, KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
-        const Scalar z = b == nullptr ? in(r, j) : in(r, j) + b[j];
-        if (pre != nullptr) pre[r * n + j] = z;
-        out(r, j) = activate(F, z);
+        out(r, j) = activate(F, b == nullptr ? in(r, j) : in(r, j) + b[j]);
       });
 }
 
 /// bias_activate_as for the activation f. Asynchronous.
 template <class Space, class In, class Out, class Scalar>
 void bias_activate(const Space& space, const char* label, Activation f, const In& in,
-                   const Out& out, const Scalar* b, Scalar* pre) {
+                   const Out& out, const Scalar* b) {
   switch (f) {
-    case Activation::relu: return bias_activate_as<Activation::relu>(space, label, in, out, b, pre);
-    case Activation::tanh: return bias_activate_as<Activation::tanh>(space, label, in, out, b, pre);
+    case Activation::relu: return bias_activate_as<Activation::relu>(space, label, in, out, b);
+    case Activation::tanh: return bias_activate_as<Activation::tanh>(space, label, in, out, b);
     case Activation::sigmoid:
-      return bias_activate_as<Activation::sigmoid>(space, label, in, out, b, pre);
-    case Activation::gelu: return bias_activate_as<Activation::gelu>(space, label, in, out, b, pre);
+      return bias_activate_as<Activation::sigmoid>(space, label, in, out, b);
+    case Activation::gelu: return bias_activate_as<Activation::gelu>(space, label, in, out, b);
     case Activation::identity: break;
   }
-  bias_activate_as<Activation::identity>(space, label, in, out, b, pre);
+  bias_activate_as<Activation::identity>(space, label, in, out, b);
+}
+
+/// out(r, j) = gelu(z), z = out(r, j) + b[j] (b null: no bias), keeping z
+/// in z_kept and tanh(u) in t_kept (row-major like out) for
+/// gelu_slope_times. Asynchronous.
+template <class Space, class Out, class Scalar>
+void bias_gelu_keep(const Space& space, const char* label, const Out& out, const Scalar* b,
+                    Scalar* z_kept, Scalar* t_kept) {
+  const auto m = std::int64_t(out.extent(0)), n = std::int64_t(out.extent(1));
+  for_each_entry(
+      space, label, m, n, KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
+        const Scalar z = b == nullptr ? out(r, j) : out(r, j) + b[j], t = gelu_tanh_u(z);
+        z_kept[r * n + j] = z;
+        t_kept[r * n + j] = t;
+        out(r, j) = Scalar(0.5) * z * (Scalar(1) + t);
+      });
+}
+
+/// delta(r, j) = dout(r, j) gelu'(z) from what bias_gelu_keep kept, with
+/// no tanh. Asynchronous.
+template <class Space, class Dout, class Delta, class Scalar>
+void gelu_slope_times(const Space& space, const char* label, const Dout& dout, const Scalar* z_kept,
+                      const Scalar* t_kept, const Delta& delta) {
+  const auto m = std::int64_t(delta.extent(0)), n = std::int64_t(delta.extent(1));
+  for_each_entry(
+      space, label, m, n, KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
+        delta(r, j) = dout(r, j) * gelu_slope(z_kept[r * n + j], t_kept[r * n + j]);
+      });
 }
 
 /// delta(r, j) = dout(r, j) F'(x(r, j)), x the pre-activations (AtPre) or
