@@ -16,7 +16,7 @@
 /// dTheta += Delta^T [A, 1]. Every buffer lives in the workspace the step
 /// allocated (layerwise_workspace_size): nothing is allocated here.
 
-#include <gradsum/core/detail/for_each_entry.hpp>
+#include <gradsum/core/detail/entries.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/model_members.hpp>

@@ -6,7 +6,7 @@
 /// and activation forward, the activation's slope backward, a row of
 /// ones, and the check of a panel's shape.
 
-#include <gradsum/core/detail/for_each_entry.hpp>
+#include <gradsum/core/detail/entries.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/model/activation.hpp>
