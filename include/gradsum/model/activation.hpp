@@ -8,9 +8,14 @@
 /// `gelu(approximate="tanh")`:
 ///
 ///     gelu(z) = z/2 (1 + tanh(u)),  u = sqrt(2/pi) (z + 0.044715 z^3)
+///
+/// computed as z sigma(2u) (the same function: (1 + tanh u)/2 = sigma(2u))
+/// through vector_math::exp, which the host compiler vectorizes where
+/// libm's tanh would stop the loop.
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/loss/detail/vector_math.hpp>
 
 #include <string>
 
@@ -47,11 +52,14 @@ inline bool slope_from_value(Activation a) { return a != Activation::gelu; }
 
 namespace detail {
 
-/// tanh(u) of gelu's tanh form, u = sqrt(2/pi) (z + 0.044715 z^3).
+/// gelu's gate s = sigma(2u) = (1 + tanh u)/2, u = sqrt(2/pi) (z + 0.044715
+/// z^3), so gelu(z) = z s. exp overflows to +inf for very negative z,
+/// giving exactly 0.
 template <class Scalar>
-KOKKOS_INLINE_FUNCTION Scalar gelu_tanh_u(Scalar z) {
-  const Scalar sqrt_2_over_pi = Scalar(0.7978845608028654);
-  return math::tanh(sqrt_2_over_pi * (z + Scalar(0.044715) * z * z * z));
+KOKKOS_INLINE_FUNCTION Scalar gelu_gate(Scalar z) {
+  const Scalar two_sqrt_2_over_pi = Scalar(2 * 0.7978845608028654);
+  return Scalar(1) /
+         (Scalar(1) + vector_math::exp(-two_sqrt_2_over_pi * (z + Scalar(0.044715) * z * z * z)));
 }
 
 /// f(z).
@@ -62,7 +70,7 @@ KOKKOS_INLINE_FUNCTION Scalar activate(Activation a, Scalar z) {
     case Activation::tanh: return math::tanh(z);
     // e^{-z} overflows to +inf for very negative z, giving exactly 0.
     case Activation::sigmoid: return Scalar(1) / (Scalar(1) + math::exp(-z));
-    case Activation::gelu: return Scalar(0.5) * z * (Scalar(1) + gelu_tanh_u(z));
+    case Activation::gelu: return z * gelu_gate(z);
     case Activation::identity: break;
   }
   return z;
@@ -85,20 +93,20 @@ KOKKOS_INLINE_FUNCTION Scalar activation_slope(Activation a, Scalar fz) {
   return Scalar(1);
 }
 
-/// gelu'(z) from z and t = gelu_tanh_u(z), so that a backward that kept t
-/// computes no tanh: the product rule on z/2 (1 + tanh u), with
-/// du/dz = sqrt(2/pi) (1 + 3 0.044715 z^2).
+/// gelu'(z) from z and its gate s = gelu_gate(z), so that a backward that
+/// kept s computes no exp: the product rule on z sigma(2u), with
+/// sigma' = s (1 - s) and du/dz = sqrt(2/pi) (1 + 3 0.044715 z^2).
 template <class Scalar>
-KOKKOS_INLINE_FUNCTION Scalar gelu_slope(Scalar z, Scalar t) {
-  const Scalar sqrt_2_over_pi = Scalar(0.7978845608028654);
-  return Scalar(0.5) * (Scalar(1) + t) + Scalar(0.5) * z * (Scalar(1) - t * t) * sqrt_2_over_pi *
-                                             (Scalar(1) + Scalar(3 * 0.044715) * z * z);
+KOKKOS_INLINE_FUNCTION Scalar gelu_slope(Scalar z, Scalar s) {
+  const Scalar two_sqrt_2_over_pi = Scalar(2 * 0.7978845608028654);
+  return s + z * s * (Scalar(1) - s) * two_sqrt_2_over_pi *
+                 (Scalar(1) + Scalar(3 * 0.044715) * z * z);
 }
 
 /// f'(z) from the pre-activation z (any activation; relu'(0) = 0).
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION Scalar activation_slope_at(Activation a, Scalar z) {
-  if (a == Activation::gelu) return gelu_slope(z, gelu_tanh_u(z));
+  if (a == Activation::gelu) return gelu_slope(z, gelu_gate(z));
   return activation_slope(a, activate(a, z));
 }
 }  // namespace detail

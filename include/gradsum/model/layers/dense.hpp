@@ -32,9 +32,9 @@ namespace gradsum {
 ///
 /// Workspace per row: outputs scalars for delta (unless the activation is
 /// identity, where delta is dout itself), under gelu 2 x outputs more for
-/// the pre-activations z and tanh(u) (so that backward computes no tanh;
-/// the other slopes come from the values), and a one for the bias's
-/// column sums.
+/// the pre-activations z and the gate sigma(2u) (so that backward computes
+/// no exp; the other slopes come from the values), and a one for the
+/// bias's column sums.
 class Dense {
  public:
   /// Throws gradsum::Error for a width below 1 or more parameters than an
@@ -75,7 +75,7 @@ class Dense {
 
   /// out = f(in W^T + b): one gemm, then one fused bias and activation
   /// pass (none for identity without bias; under gelu it keeps z and
-  /// tanh(u)). Asynchronous.
+  /// its gate). Asynchronous.
   template <class Space, class Scalar>
   void forward(const Space& space, const Scalar* theta, Tokens t,
                LayerInput<Scalar, typename Space::memory_space> in,
@@ -87,7 +87,7 @@ class Dense {
     const Scalar* b = bias_ ? theta + weights() : nullptr;
     if (keeps_gelu())
       detail::bias_gelu_keep(space, "gradsum::layer::dense::bias_gelu", out, b, kept_z(t, work),
-                             kept_t(t, work));
+                             kept_gate(t, work));
     else if (activation_ != Activation::identity || bias_)
       detail::bias_activate(space, "gradsum::layer::dense::bias_activation", activation_, out, out,
                             b);
@@ -114,7 +114,7 @@ class Dense {
       const Matrix scaled(work, rows, outputs_);
       if (keeps_gelu())
         detail::gelu_slope_times(space, "gradsum::layer::dense::slope", dout, kept_z(t, work),
-                                 kept_t(t, work), scaled);
+                                 kept_gate(t, work), scaled);
       else
         detail::slope_times(space, "gradsum::layer::dense::slope", activation_, dout, out, false,
                             scaled);
@@ -136,13 +136,13 @@ class Dense {
   // delta = dout . f'(z) needs a buffer unless f is the identity.
   bool keeps_delta() const { return activation_ != Activation::identity; }
   bool keeps_gelu() const { return activation_ == Activation::gelu; }
-  // Under gelu, z then tanh(u), after delta in the workspace.
+  // Under gelu, z then its gate sigma(2u), after delta in the workspace.
   template <class Scalar>
   Scalar* kept_z(Tokens t, Scalar* work) const {
     return work + std::size_t(t.rows()) * std::size_t(outputs_);
   }
   template <class Scalar>
-  Scalar* kept_t(Tokens t, Scalar* work) const {
+  Scalar* kept_gate(Tokens t, Scalar* work) const {
     return kept_z(t, work) + std::size_t(t.rows()) * std::size_t(outputs_);
   }
 
