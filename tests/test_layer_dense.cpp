@@ -261,3 +261,22 @@ TEST_CASE_TEMPLATE_DEFINE("layer dense: an empty panel adds nothing", Space, den
   }
 }
 TEST_CASE_TEMPLATE_APPLY(dense_empty, gradsum_test::Spaces);
+
+// No atomics: a host space with any number of threads gives Serial's bits
+// (the two-thread suite runs OpenMP on two), the sums over rows included.
+TEST_CASE_TEMPLATE_DEFINE("layer dense: the same bits as Serial on host spaces", Space,
+                          dense_same_bits) {
+#ifdef KOKKOS_ENABLE_SERIAL
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                           typename Space::memory_space>::accessible) {
+    for (Activation f : {Activation::identity, Activation::gelu}) {
+      const Dense layer(33, 70, f);
+      INFO(layer.describe());
+      const Tokens t{9, 57};  // 513 rows
+      CHECK(dense_test_pass<Space, double>(layer, t) ==
+            dense_test_pass<Kokkos::Serial, double>(layer, t));
+    }
+  }
+#endif
+}
+TEST_CASE_TEMPLATE_APPLY(dense_same_bits, gradsum_test::Spaces);
