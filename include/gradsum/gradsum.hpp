@@ -58,7 +58,9 @@
 
 #include <gradsum/model/initializers.hpp>
 #include <gradsum/model/layer.hpp>
+#include <gradsum/model/layers/activation_layer.hpp>
 #include <gradsum/model/layers/attention.hpp>
+#include <gradsum/model/layers/dense.hpp>
 #include <gradsum/model/layers/repeated.hpp>
 #include <gradsum/model/layers/residual.hpp>
 #include <gradsum/model/layers/sequential.hpp>

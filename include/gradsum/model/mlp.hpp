@@ -106,6 +106,11 @@ class MLP {
     layers_ = int(hidden.size()) + 1;
     width_[0] = num_features;
     for (std::size_t l = 0; l < hidden.size(); ++l) {
+      if (!slope_from_value(activations[l]))
+        fail("gradsum::MLP: hidden layer ", l + 1, " has activation ",
+             activation_name(activations[l]),
+             ", whose slope needs the pre-activation that the MLP does not keep; choose "
+             "identity, relu, tanh or sigmoid (gelu is for Dense layers)");
       width_[l + 1] = hidden[l];
       activation_[l] = activations[l];
     }

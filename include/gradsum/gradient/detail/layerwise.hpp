@@ -16,6 +16,7 @@
 /// dTheta += Delta^T [A, 1]. Every buffer lives in the workspace the step
 /// allocated (layerwise_workspace_size): nothing is allocated here.
 
+#include <gradsum/core/detail/entries.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/model_members.hpp>
@@ -79,28 +80,6 @@ using Panel = Kokkos::View<Scalar**, Kokkos::LayoutRight, Memory,
 
 // The path's elementwise kernels, free functions of the space and views.
 
-/// f(r, j) for every entry of an m x n matrix: a row per index, its
-/// columns in a loop the compiler vectorizes, on host spaces; an index per
-/// entry (MDRange, no division per entry) elsewhere. Asynchronous.
-template <class Space, class F>
-void for_each_entry(const Space& space, const char* label, std::int64_t m, std::int64_t n,
-                    const F& f) {
-  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
-                                           typename Space::memory_space>::accessible) {
-    Kokkos::parallel_for(
-        label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, m),
-        KOKKOS_LAMBDA(std::int64_t r) {
-          for (std::int64_t j = 0; j < n; ++j) f(r, j);
-        });
-  } else {
-    Kokkos::parallel_for(
-        label,
-        Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>, Kokkos::IndexType<std::int64_t>>(
-            space, {0, 0}, {m, n}),
-        f);
-  }
-}
-
 /// out(r, j) = x(rows(first + r), j) for j < d, and out(r, d) = 1 when
 /// `ones` (rows_with_bias). On host spaces a row per index, its source row
 /// found once, so that the copy vectorizes. Asynchronous.
@@ -162,6 +141,7 @@ void add_bias_activate(const Space& space, const Z& z, const Scalar* b, Activati
     case Activation::relu: return add_bias_activate_as<Activation::relu>(space, z, b);
     case Activation::tanh: return add_bias_activate_as<Activation::tanh>(space, z, b);
     case Activation::sigmoid: return add_bias_activate_as<Activation::sigmoid>(space, z, b);
+    case Activation::gelu: return add_bias_activate_as<Activation::gelu>(space, z, b);
     case Activation::identity:
       if (b != nullptr) add_bias_activate_as<Activation::identity>(space, z, b);
       return;
@@ -185,6 +165,9 @@ void scale_by_slope(const Space& space, const Delta& delta, const A& a, Activati
     case Activation::relu: return scale_by_slope_as<Activation::relu>(space, delta, a);
     case Activation::tanh: return scale_by_slope_as<Activation::tanh>(space, delta, a);
     case Activation::sigmoid: return scale_by_slope_as<Activation::sigmoid>(space, delta, a);
+    case Activation::gelu:
+      fail("gradsum::Analytic: a dense model's hidden layer uses gelu, whose slope needs the "
+           "pre-activation that the layer-wise path does not keep (the MLP refuses gelu)");
     case Activation::identity: return;
   }
 }
