@@ -48,10 +48,12 @@ struct LayerRun {
     dout = Vector("dout", std::size_t(rows * layer.output_width()));
   }
   gradsum::LayerInput<double, Memory> input(const Vector& v, int width) const {
-    return {v.data(), std::size_t(t.rows()), std::size_t(width)};
+    return gradsum::LayerInput<double, Memory>(v.data(), std::size_t(t.rows()),
+                                               std::size_t(width));
   }
   gradsum::LayerOutput<double, Memory> output(const Vector& v, int width) const {
-    return {v.data(), std::size_t(t.rows()), std::size_t(width)};
+    return gradsum::LayerOutput<double, Memory>(v.data(), std::size_t(t.rows()),
+                                                std::size_t(width));
   }
   void forward() const {
     layer.forward(Space(), theta.data(), t, input(in, layer.input_width()),

@@ -16,6 +16,7 @@
 /// dTheta += Delta^T [A, 1]. Every buffer lives in the workspace the step
 /// allocated (layerwise_workspace_size): nothing is allocated here.
 
+#include <gradsum/core/detail/entries.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/model_members.hpp>
@@ -78,28 +79,6 @@ using Panel = Kokkos::View<Scalar**, Kokkos::LayoutRight, Memory,
                            Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
 // The path's elementwise kernels, free functions of the space and views.
-
-/// f(r, j) for every entry of an m x n matrix: a row per index, its
-/// columns in a loop the compiler vectorizes, on host spaces; an index per
-/// entry (MDRange, no division per entry) elsewhere. Asynchronous.
-template <class Space, class F>
-void for_each_entry(const Space& space, const char* label, std::int64_t m, std::int64_t n,
-                    const F& f) {
-  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace,
-                                           typename Space::memory_space>::accessible) {
-    Kokkos::parallel_for(
-        label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, m),
-        KOKKOS_LAMBDA(std::int64_t r) {
-          for (std::int64_t j = 0; j < n; ++j) f(r, j);
-        });
-  } else {
-    Kokkos::parallel_for(
-        label,
-        Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>, Kokkos::IndexType<std::int64_t>>(
-            space, {0, 0}, {m, n}),
-        f);
-  }
-}
 
 /// out(r, j) = x(rows(first + r), j) for j < d, and out(r, d) = 1 when
 /// `ones` (rows_with_bias). On host spaces a row per index, its source row
