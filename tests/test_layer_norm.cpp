@@ -123,14 +123,7 @@ TEST_CASE_TEMPLATE_DEFINE("LayerNorm: float rows", Space, layer_norm_float) {
 }
 
 TEST_CASE("LayerNorm: a bad width or eps is an error naming it") {
-  auto message = [](const gradsum::LayerNorm& layer) {
-    try {
-      layer.validate();
-    } catch (const gradsum::Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  auto message = [](const gradsum::LayerNorm& layer) { return validate_error(layer); };
   CHECK(message(gradsum::LayerNorm{0}) == "gradsum::LayerNorm: width must be at least 1, got 0");
   CHECK(message(gradsum::LayerNorm{4, 0.0}) ==
         "gradsum::LayerNorm: eps must be a finite number above 0, got 0");
