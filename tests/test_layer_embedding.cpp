@@ -91,14 +91,13 @@ TEST_CASE_TEMPLATE_DEFINE("TokenEmbedding: repeated ids sum into one row, in row
 
 TEST_CASE_TEMPLATE_DEFINE("check_token_ids: the first row outside [0, vocab)", Space,
                           token_embedding_check_ids) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
   for (bool matrix : {false, true}) {
     CHECK(first_bad_id<Space>({0, 1, 4, 2}, 5, matrix) == -1);
     CHECK(first_bad_id<Space>({}, 5, matrix) == -1);
     CHECK(first_bad_id<Space>({0, 3, 4, 5, -1}, 5, matrix) == 3);
     CHECK(first_bad_id<Space>({-1, 0}, 5, matrix) == 0);
     CHECK(first_bad_id<Space>({0, 1.5, 7}, 5, matrix) == 1);
-    CHECK(first_bad_id<Space>({0, 1, nan}, 5, matrix) == 2);
+    CHECK(first_bad_id<Space>({0, 1, std::numeric_limits<double>::quiet_NaN()}, 5, matrix) == 2);
     CHECK(first_bad_id<Space>({0, 0, 0, 1}, 1, matrix) == 3);
     CHECK(first_bad_id<Space, float>({2, 62, 63}, 63, matrix) == 2);
   }

@@ -26,6 +26,15 @@ KOKKOS_INLINE_FUNCTION bool valid_token_id(Scalar v, int vocab) {
   return v >= Scalar(0) && v < Scalar(vocab) && math::floor(v) == v;
 }
 
+/// The id of row r: ids(r), or ids(r, 0) for a rank-2 View.
+template <class Ids>
+KOKKOS_INLINE_FUNCTION typename Ids::non_const_value_type token_id(const Ids& ids, std::int64_t r) {
+  if constexpr (Ids::rank == 1)
+    return ids(r);
+  else
+    return ids(r, 0);
+}
+
 }  // namespace detail
 
 /// The first row of `ids` (a rank-1 View, or rank 2 with the ids in column
@@ -42,11 +51,7 @@ std::int64_t check_token_ids(const Space& space, const Ids& ids, int vocab) {
       Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0,
                                                                   std::int64_t(ids.extent(0))),
       KOKKOS_LAMBDA(std::int64_t r, std::int64_t & lowest) {
-        bool valid = true;
-        if constexpr (Ids::rank == 1)
-          valid = detail::valid_token_id(ids(r), vocab);
-        else
-          valid = detail::valid_token_id(ids(r, 0), vocab);
+        const bool valid = detail::valid_token_id(detail::token_id(ids, r), vocab);
         if (!valid && r < lowest) lowest = r;
       },
       Kokkos::Min<std::int64_t>(first));
