@@ -41,6 +41,22 @@ void for_each_entry(const Space& space, const char* label, std::int64_t m, std::
   }
 }
 
+/// The sum of f(j) over j < n, in `lanes` partial sums (f(j) into sum
+/// j mod lanes) added pairwise at the end: one fixed order, and no chain
+/// of dependent adds, so that a loop over a row vectorizes on the host.
+template <class Scalar, class F>
+KOKKOS_INLINE_FUNCTION Scalar row_sum(std::int64_t n, const F& f) {
+  constexpr int lanes = 8;
+  Scalar sum[lanes] = {};
+  std::int64_t j = 0;
+  for (; j + lanes <= n; j += lanes)
+    for (int k = 0; k < lanes; ++k) sum[k] += f(j + k);
+  for (int k = 0; j + k < n; ++k) sum[k] += f(j + k);
+  for (int width = lanes / 2; width > 0; width /= 2)
+    for (int k = 0; k < width; ++k) sum[k] += sum[k + width];
+  return sum[0];
+}
+
 /// Columns per index of for_each_column_block on host spaces: a cache
 /// line of doubles, so that threads do not share lines of the sums.
 constexpr std::int64_t host_column_block = 16;

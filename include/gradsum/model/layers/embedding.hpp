@@ -23,7 +23,8 @@ namespace detail {
 /// Whether v is a whole number in [0, vocab) (NaN is not).
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION bool valid_token_id(Scalar v, int vocab) {
-  return v >= Scalar(0) && v < Scalar(vocab) && math::floor(v) == v;
+  // In range first: the conversion is then defined (and NaN fails it).
+  return v >= Scalar(0) && v < Scalar(vocab) && Scalar(std::int64_t(v)) == v;
 }
 
 /// The id of row r: ids(r), or ids(r, 0) for a rank-2 View.
@@ -33,6 +34,41 @@ KOKKOS_INLINE_FUNCTION typename Ids::non_const_value_type token_id(const Ids& id
     return ids(r);
   else
     return ids(r, 0);
+}
+
+/// Ends the program: a kernel met a token id outside [0, vocab).
+KOKKOS_INLINE_FUNCTION void abort_bad_token_id() {
+  Kokkos::abort(
+      "gradsum: TokenEmbedding: a token id outside [0, vocab) or not a whole number "
+      "(check_token_ids finds its row)");
+}
+
+/// out(r) = row in(r, 0) of the vocab x n table theta: a row per index,
+/// its id checked once, on host spaces; an entry per index elsewhere.
+/// Asynchronous.
+template <class Space, class Scalar, class In, class Out>
+void token_embedding_rows(const Space& space, int vocab, std::int64_t n, const Scalar* theta,
+                          const In& in, const Out& out) {
+  const char* label = "gradsum::layer::token_embedding::forward";
+  const std::int64_t rows = std::int64_t(out.extent(0));
+  if constexpr (runs_on_host<Space>) {
+    Kokkos::parallel_for(
+        label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, rows),
+        KOKKOS_LAMBDA(std::int64_t r) {
+          const Scalar id = in(r, 0);
+          if (!valid_token_id(id, vocab)) abort_bad_token_id();
+          const Scalar* from = theta + std::int64_t(id) * n;
+          Scalar* to = &out(r, 0);
+          for (std::int64_t j = 0; j < n; ++j) to[j] = from[j];
+        });
+  } else {
+    for_each_entry(
+        space, label, rows, n, KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
+          const Scalar id = in(r, 0);
+          if (!valid_token_id(id, vocab)) abort_bad_token_id();
+          out(r, j) = theta[std::int64_t(id) * n + j];
+        });
+  }
 }
 
 }  // namespace detail
@@ -87,22 +123,11 @@ struct TokenEmbedding {
 
   /// out(r) = row in(r, 0) of the weight. Asynchronous.
   template <class Space, class Scalar>
-  void forward(const Space& space, const Scalar* theta, Tokens t,
+  void forward(const Space& space, const Scalar* theta, Tokens /*t*/,
                LayerInput<Scalar, typename Space::memory_space> in,
                LayerOutput<Scalar, typename Space::memory_space> out, Scalar* /*work*/) const {
     validate();
-    const int v = vocab;
-    const std::int64_t n = width;
-    detail::for_each_entry(
-        space, "gradsum::layer::token_embedding::forward", t.rows(), n,
-        KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
-          const Scalar id = in(r, 0);
-          if (!detail::valid_token_id(id, v))
-            Kokkos::abort(
-                "gradsum: TokenEmbedding: a token id outside [0, vocab) or "
-                "not a whole number (check_token_ids finds its row)");
-          out(r, j) = theta[std::int64_t(id) * n + j];
-        });
+    detail::token_embedding_rows(space, vocab, width, theta, in, out);
   }
 
   /// g's row in(r, 0) += dout(r) for every row r, in order; din (unless
@@ -122,8 +147,7 @@ struct TokenEmbedding {
           for (std::int64_t r = 0; r < rows; ++r) {
             const Scalar id = in(r, 0);
             // Checked again: a bad id here would write outside g.
-            if (!detail::valid_token_id(id, v))
-              Kokkos::abort("gradsum: TokenEmbedding: a token id outside [0, vocab) in backward");
+            if (!detail::valid_token_id(id, v)) detail::abort_bad_token_id();
             Scalar* row = g + std::int64_t(id) * n;
             for (std::int64_t j = j0; j < j1; ++j) row[j] += dout(r, j);
           }

@@ -57,11 +57,9 @@ void layer_norm_input(const Space& space, int n, const Scalar* w, const In& in, 
         const Scalar mean = work[r], inv_std = work[rows + r];
         const Scalar* x = &in(r, 0);
         const Scalar* dy = &dout(r, 0);
-        Scalar sum_dy = 0, sum_dy_xhat = 0;
-        for (int j = 0; j < n; ++j) {
-          sum_dy += dy[j] * w[j];
-          sum_dy_xhat += dy[j] * w[j] * ((x[j] - mean) * inv_std);
-        }
+        const Scalar sum_dy = row_sum<Scalar>(n, [&](std::int64_t j) { return dy[j] * w[j]; });
+        const Scalar sum_dy_xhat = row_sum<Scalar>(
+            n, [&](std::int64_t j) { return dy[j] * w[j] * ((x[j] - mean) * inv_std); });
         const Scalar a = sum_dy / Scalar(n), c = sum_dy_xhat / Scalar(n);
         Scalar* dx = &din(r, 0);
         for (int j = 0; j < n; ++j)
@@ -119,11 +117,11 @@ struct LayerNorm {
           const Scalar* x = &in(r, 0);
           // Shifted by the first value: a row of equal values has mean and
           // centred values exactly, so its output is the bias exactly.
-          Scalar sum = 0;
-          for (int j = 0; j < n; ++j) sum += x[j] - x[0];
-          const Scalar mean = x[0] + sum / Scalar(n);
-          Scalar squares = 0;
-          for (int j = 0; j < n; ++j) squares += (x[j] - mean) * (x[j] - mean);
+          const Scalar mean = x[0] + detail::row_sum<Scalar>(n, [&](std::int64_t j) {
+                                       return x[j] - x[0];
+                                     }) / Scalar(n);
+          const Scalar squares = detail::row_sum<Scalar>(
+              n, [&](std::int64_t j) { return (x[j] - mean) * (x[j] - mean); });
           const Scalar inv_std = Scalar(1) / math::sqrt(squares / Scalar(n) + e);
           Scalar* y = &out(r, 0);
           for (int j = 0; j < n; ++j) y[j] = (x[j] - mean) * inv_std * theta[j] + theta[n + j];
