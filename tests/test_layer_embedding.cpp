@@ -1,18 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // TokenEmbedding alone: its parameter gradient against central differences
 // (ids as inputs), repeated ids in one panel summing in row order, window
-// lengths 1 and odd, check_token_ids on bad ids, and the errors for bad
-// shapes.
+// lengths 1 and odd, check_token_ids on bad ids, a bad id met in a kernel
+// (Kokkos::abort with a gradsum: message, in a child process), and the
+// errors for bad shapes.
 
 #include "layer_check.hpp"
 #include "test_helpers.hpp"
 
 #include <gradsum/model/layers/embedding.hpp>
 
+#include <csignal>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace gradsum_test;
 
@@ -106,6 +111,41 @@ TEST_CASE_TEMPLATE_DEFINE("check_token_ids: the first row outside [0, vocab)", S
   many[901] = -3;
   CHECK(first_bad_id<Space>(many, 10, true) == 777);
 }
+
+#ifdef KOKKOS_ENABLE_SERIAL
+TEST_CASE("TokenEmbedding: a bad id in a kernel aborts with a gradsum: message") {
+  // In a child process on Serial (no thread pool to lose in the fork), its
+  // standard error into a pipe: what a user sees when no check came first.
+  for (double id : {5.0, -1.0, 2.5}) {
+    INFO("id " << id);
+    // Built before the fork: a View's allocation runs on the default space.
+    gradsum_test::detail::LayerRun<Kokkos::Serial, gradsum::TokenEmbedding> run(
+        gradsum::TokenEmbedding{5, 3}, {1, 2});
+    gradsum_test::detail::from_host(run.in, {1, id});
+    int pipe_ends[2];
+    REQUIRE(::pipe(pipe_ends) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      ::alarm(60);  // a hang fails the test (SIGALRM) instead of stalling it
+      ::dup2(pipe_ends[1], 2);
+      run.forward();
+      ::_exit(0);  // not reached
+    }
+    ::close(pipe_ends[1]);
+    std::string err;
+    char buffer[256];
+    for (ssize_t got; (got = ::read(pipe_ends[0], buffer, sizeof buffer)) > 0;)
+      err.append(buffer, std::size_t(got));
+    ::close(pipe_ends[0]);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGABRT);
+    CHECK(err.find("gradsum: TokenEmbedding: a token id outside [0, vocab)") != std::string::npos);
+  }
+}
+#endif
 
 TEST_CASE("TokenEmbedding: bad shapes are errors naming them") {
   auto message = [](const gradsum::TokenEmbedding& layer) { return validate_error(layer); };
