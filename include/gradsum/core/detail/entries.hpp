@@ -58,7 +58,7 @@ KOKKOS_INLINE_FUNCTION Scalar row_sum(std::int64_t n, const F& f) {
 }
 
 /// Columns per index of for_each_column_block on host spaces: a cache
-/// line of doubles, so that threads do not share lines of the sums.
+/// line of floats, two of doubles, so that threads seldom write one line.
 constexpr std::int64_t host_column_block = 16;
 
 /// f(j0, j1) for consecutive blocks [j0, j1) of the n columns, in
