@@ -78,7 +78,8 @@ void layer_norm_input(const Space& space, int n, const Scalar* w, const In& in, 
 struct LayerNorm {
   /// Values per row, C.
   int width = 0;
-  /// Added to the variance: a row of equal values gives the bias exactly.
+  /// Added to the variance, so that a row of equal values (variance 0)
+  /// gives the bias rather than NaN.
   double eps = 1e-5;
 
   /// Throws gradsum::Error for a width below 1 or an eps that is not a
