@@ -2,8 +2,8 @@
 // LayerNorm alone: its backward against central differences (widths 1, odd
 // and past 64; one row, odd rows), its output against the formula with the
 // biased variance written out by hand, a row of equal values (the bias
-// exactly, whatever eps), eps's weight on a nearly constant row, float,
-// and the errors for bad widths and eps.
+// exactly, whatever eps), eps's weight on a nearly constant row, float
+// forward and backward, and the errors for bad widths and eps.
 
 #include "layer_check.hpp"
 #include "test_helpers.hpp"
@@ -13,28 +13,73 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace gradsum_test;
 
 namespace {
 
-// The layer's forward on one panel of host rows, with host parameters.
+// The layer's forward on one panel of host rows, with host parameters;
+// then, given dout, its backward: g (from 0) and din.
 template <class Space, class Scalar>
-std::vector<Scalar> layer_norm_rows(const gradsum::LayerNorm& layer, gradsum::Tokens t,
-                                    const std::vector<Scalar>& theta,
-                                    const std::vector<Scalar>& x) {
+struct LayerNormRun {
   using Memory = typename Space::memory_space;
-  Kokkos::View<Scalar*, Memory> th("theta", theta.size()), in("in", x.size()), out("out", x.size()),
-      work("work", layer.workspace_size(t));
-  gradsum_test::detail::from_host(th, std::vector<double>(theta.begin(), theta.end()));
-  gradsum_test::detail::from_host(in, std::vector<double>(x.begin(), x.end()));
-  const std::size_t rows = std::size_t(t.rows()), n = std::size_t(layer.width);
-  layer.forward(Space(), th.data(), t, gradsum::LayerInput<Scalar, Memory>(in.data(), rows, n),
-                gradsum::LayerOutput<Scalar, Memory>(out.data(), rows, n), work.data());
-  Space().fence();
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
-  return std::vector<Scalar>(h.data(), h.data() + h.extent(0));
+  using Vector = Kokkos::View<Scalar*, Memory>;
+  gradsum::LayerNorm layer;
+  gradsum::Tokens t;
+  Vector theta, in, out, work;
+  std::size_t rows, n;
+
+  LayerNormRun(const gradsum::LayerNorm& l, gradsum::Tokens tokens, const std::vector<double>& th,
+               const std::vector<double>& x)
+      : layer(l),
+        t(tokens),
+        theta("theta", th.size()),
+        in("in", x.size()),
+        out("out", x.size()),
+        work("work", l.workspace_size(tokens)),
+        rows(std::size_t(tokens.rows())),
+        n(std::size_t(l.width)) {
+    gradsum_test::detail::from_host(theta, th);
+    gradsum_test::detail::from_host(in, x);
+  }
+  gradsum::LayerInput<Scalar, Memory> input(const Vector& v) const {
+    return gradsum::LayerInput<Scalar, Memory>(v.data(), rows, n);
+  }
+  std::vector<double> forward() const {
+    layer.forward(Space(), theta.data(), t, input(in),
+                  gradsum::LayerOutput<Scalar, Memory>(out.data(), rows, n), work.data());
+    Space().fence();
+    return host(out);
+  }
+  // g then din, after forward().
+  std::pair<std::vector<double>, std::vector<double>> backward(
+      const std::vector<double>& dout_values) const {
+    Vector dout("dout", dout_values.size()), g("g", 2 * n), din("din", dout_values.size());
+    gradsum_test::detail::from_host(dout, dout_values);
+    layer.backward(Space(), theta.data(), t, input(in), input(out), input(dout), g.data(),
+                   gradsum::LayerOutput<Scalar, Memory>(din.data(), rows, n), work.data());
+    Space().fence();
+    return {host(g), host(din)};
+  }
+  static std::vector<double> host(const Vector& v) {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+    return std::vector<double>(h.data(), h.data() + h.extent(0));
+  }
+};
+
+template <class Space, class Scalar>
+std::vector<double> layer_norm_rows(const gradsum::LayerNorm& layer, gradsum::Tokens t,
+                                    const std::vector<double>& theta,
+                                    const std::vector<double>& x) {
+  return LayerNormRun<Space, Scalar>(layer, t, theta, x).forward();
+}
+
+// Values as float holds them.
+std::vector<double> as_float(std::vector<double> v) {
+  for (auto& x : v) x = double(float(x));
+  return v;
 }
 
 }  // namespace
@@ -104,8 +149,7 @@ TEST_CASE_TEMPLATE_DEFINE("LayerNorm: float rows", Space, layer_norm_float) {
   const auto x = random_vector(std::size_t(3 * n), 7);
   const auto theta = random_vector(std::size_t(2 * n), 8);
   const auto y = layer_norm_rows<Space, float>(gradsum::LayerNorm{n}, gradsum::Tokens{1, 3},
-                                               std::vector<float>(theta.begin(), theta.end()),
-                                               std::vector<float>(x.begin(), x.end()));
+                                               as_float(theta), as_float(x));
   for (int r = 0; r < 3; ++r) {
     double mean = 0, var = 0;
     for (int j = 0; j < n; ++j) mean += double(float(x[std::size_t(r * n + j)])) / n;
@@ -120,6 +164,25 @@ TEST_CASE_TEMPLATE_DEFINE("LayerNorm: float rows", Space, layer_norm_float) {
       CHECK(y[std::size_t(r * n + j)] == doctest::Approx(want).epsilon(1e-5));
     }
   }
+}
+
+TEST_CASE_TEMPLATE_DEFINE("LayerNorm: float backward", Space, layer_norm_float_backward) {
+  // Float's gradients against double's (which the central differences
+  // check) on the same float values: they differ by float's rounding.
+  const int n = 67;
+  const gradsum::Tokens t{2, 3};
+  const auto x = as_float(random_vector(std::size_t(6 * n), 17));
+  const auto theta = as_float(random_vector(std::size_t(2 * n), 18));
+  const auto dout = as_float(random_vector(std::size_t(6 * n), 19));
+  const LayerNormRun<Space, float> single(gradsum::LayerNorm{n}, t, theta, x);
+  const LayerNormRun<Space, double> twice(gradsum::LayerNorm{n}, t, theta, x);
+  single.forward();
+  twice.forward();
+  const auto [g_float, din_float] = single.backward(dout);
+  const auto [g_double, din_double] = twice.backward(dout);
+  CHECK(gradsum_test::detail::relative_error(g_float, g_double) < 1e-6);
+  CHECK(gradsum_test::detail::relative_error(din_float, din_double) < 1e-6);
+  CHECK(gradsum_test::detail::relative_error(g_float, g_double) > 0);  // float did run in float
 }
 
 TEST_CASE("LayerNorm: a bad width or eps is an error naming it") {
@@ -139,3 +202,4 @@ TEST_CASE_TEMPLATE_APPLY(layer_norm_biased_variance, Spaces);
 TEST_CASE_TEMPLATE_APPLY(layer_norm_constant_row, Spaces);
 TEST_CASE_TEMPLATE_APPLY(layer_norm_tiny_variance, Spaces);
 TEST_CASE_TEMPLATE_APPLY(layer_norm_float, Spaces);
+TEST_CASE_TEMPLATE_APPLY(layer_norm_float_backward, Spaces);
