@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // LayerNorm alone: its backward against central differences (widths 1, odd
-// and past 64; one row, odd rows), its output against the formula with the
-// biased variance written out by hand, a row of equal values (the bias
-// exactly, whatever eps), eps's weight on a nearly constant row, float
-// forward and backward, and the errors for bad widths and eps.
+// and past 64; one row, odd rows, rows over several chunks), its output
+// against the formula with the biased variance written out by hand, a row
+// of equal values (the bias exactly, whatever eps), eps's weight on a
+// nearly constant row, float forward and backward, and the errors for bad
+// widths and eps.
 
 #include "layer_check.hpp"
 #include "test_helpers.hpp"
@@ -94,6 +95,11 @@ TEST_CASE_TEMPLATE_DEFINE("LayerNorm: backward against central differences", Spa
       CHECK(e.inputs < 1e-7);
       CHECK(e.accumulate < 1e-14);
     }
+  // 70 rows: three chunks of the parameter sums, the last one short.
+  const auto chunks = check_layer<Space>(gradsum::LayerNorm{5}, gradsum::Tokens{7, 10}, 9);
+  CHECK(chunks.parameters < 1e-7);
+  CHECK(chunks.inputs < 1e-7);
+  CHECK(chunks.accumulate < 1e-14);
   // A larger eps, so that the variance and eps weigh alike.
   const auto e = check_layer<Space>(gradsum::LayerNorm{4, 0.3}, gradsum::Tokens{2, 3}, 5);
   CHECK(e.parameters < 1e-7);

@@ -26,21 +26,44 @@ namespace gradsum {
 
 namespace detail {
 
-/// g[j] += sum_r dout(r, j) xhat(r, j), g[C + j] += sum_r dout(r, j),
-/// over the rows in order. Asynchronous.
+/// Rows per chunk of the parameter sums: chunks give a GPU thousands of
+/// threads where the columns alone are only C.
+constexpr std::int64_t layer_norm_chunk = 32;
+
+/// g[j] += sum_r dout(r, j) xhat(r, j), g[C + j] += sum_r dout(r, j): the
+/// sums over each chunk of rows, in order, into `partial` (chunks x 2C),
+/// then the chunks' sums added into g in order. The same bits on every
+/// space and thread count. Asynchronous.
 template <class Space, class In, class Scalar>
-void layer_norm_parameters(const Space& space, int n, std::int64_t rows, const In& in,
-                           const In& dout, Scalar* g, const Scalar* work) {
+void layer_norm_parameters(const Space& space, std::int64_t n, std::int64_t rows, const In& in,
+                           const In& dout, Scalar* g, const Scalar* work, Scalar* partial) {
+  const std::int64_t chunks = (rows + layer_norm_chunk - 1) / layer_norm_chunk;
+  const char* label = "gradsum::layer::layer_norm::parameter_chunks";
+  auto chunk_sums = KOKKOS_LAMBDA(std::int64_t c, std::int64_t j0, std::int64_t j1) {
+    const std::int64_t last = (c + 1) * layer_norm_chunk < rows ? (c + 1) * layer_norm_chunk : rows;
+    Scalar* p = partial + c * 2 * n;
+    for (std::int64_t j = j0; j < j1; ++j) p[j] = p[n + j] = Scalar(0);
+    for (std::int64_t r = c * layer_norm_chunk; r < last; ++r) {
+      const Scalar mean = work[r], inv_std = work[rows + r];
+      for (std::int64_t j = j0; j < j1; ++j) {
+        p[j] += dout(r, j) * ((in(r, j) - mean) * inv_std);
+        p[n + j] += dout(r, j);
+      }
+    }
+  };
+  if constexpr (runs_on_host<Space>)
+    Kokkos::parallel_for(
+        label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, chunks),
+        KOKKOS_LAMBDA(std::int64_t c) { chunk_sums(c, 0, n); });
+  else
+    for_each_entry(
+        space, label, chunks, n,
+        KOKKOS_LAMBDA(std::int64_t c, std::int64_t j) { chunk_sums(c, j, j + 1); });
   for_each_column_block(
-      space, "gradsum::layer::layer_norm::parameters", n,
+      space, "gradsum::layer::layer_norm::parameters", 2 * n,
       KOKKOS_LAMBDA(std::int64_t j0, std::int64_t j1) {
-        for (std::int64_t r = 0; r < rows; ++r) {
-          const Scalar mean = work[r], inv_std = work[rows + r];
-          for (std::int64_t j = j0; j < j1; ++j) {
-            g[j] += dout(r, j) * ((in(r, j) - mean) * inv_std);
-            g[n + j] += dout(r, j);
-          }
-        }
+        for (std::int64_t c = 0; c < chunks; ++c)
+          for (std::int64_t j = j0; j < j1; ++j) g[j] += partial[c * 2 * n + j];
       });
 }
 
@@ -72,9 +95,9 @@ void layer_norm_input(const Space& space, int n, const Scalar* w, const In& in, 
 /// A layer norm of rows of `width` values, with a learned scale and shift
 /// per column (parameters: weight [width], then bias [width]). The
 /// forward is one fused pass per row that keeps the row's mean and
-/// 1/sqrt(var + eps) in the workspace (2 scalars per row); the backward is
-/// one fused pass per row for din and one pass per column for the
-/// parameters, each column summed over the rows in order (no atomics).
+/// 1/sqrt(var + eps) in the workspace; the backward is one fused pass per
+/// row for din, and for the parameters sums over chunks of 32 rows, then
+/// over the chunks, each in order (no atomics).
 struct LayerNorm {
   /// Values per row, C.
   int width = 0;
@@ -93,8 +116,13 @@ struct LayerNorm {
   int num_parameters() const { return 2 * width; }
   int input_width() const { return width; }
   int output_width() const { return width; }
-  /// Each row's mean and 1/sqrt(var + eps).
-  std::size_t workspace_size(Tokens t) const { return std::size_t(2 * t.rows()); }
+  /// Each row's mean and 1/sqrt(var + eps), and the parameter sums of
+  /// each chunk of 32 rows.
+  std::size_t workspace_size(Tokens t) const {
+    const std::int64_t chunks =
+        (t.rows() + detail::layer_norm_chunk - 1) / detail::layer_norm_chunk;
+    return std::size_t(2 * t.rows() + chunks * 2 * width);
+  }
   /// "layer_norm(C)", or "layer_norm(C,eps=E)" for an eps other than 1e-5.
   std::string describe() const {
     return eps == 1e-5 ? concat("layer_norm(", width, ")")
@@ -140,7 +168,7 @@ struct LayerNorm {
                 LayerInput<Scalar, typename Space::memory_space> dout, Scalar* g,
                 LayerOutput<Scalar, typename Space::memory_space> din, Scalar* work) const {
     validate();
-    detail::layer_norm_parameters(space, width, t.rows(), in, dout, g, work);
+    detail::layer_norm_parameters(space, width, t.rows(), in, dout, g, work, work + 2 * t.rows());
     if (din.data() != nullptr) detail::layer_norm_input(space, width, theta, in, dout, din, work);
   }
 };
