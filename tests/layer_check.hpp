@@ -7,6 +7,7 @@
 // coordinate (added into a gradient buffer that already holds values),
 // dL/din on every coordinate, and add the same again on a second call.
 
+#include <gradsum/core/error.hpp>
 #include <gradsum/model/layer.hpp>
 
 #include <doctest/doctest.h>
@@ -99,6 +100,18 @@ inline double relative_error(const std::vector<double>& a, const std::vector<dou
 }
 
 }  // namespace detail
+
+/// The message of the gradsum::Error that layer.validate() throws, or ""
+/// when it accepts the layer.
+template <class Layer>
+std::string validate_error(const Layer& layer) {
+  try {
+    layer.validate();
+  } catch (const gradsum::Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 /// Checks `layer` on the panel `t` at random parameters and inputs drawn
 /// from `seed` (inputs from `input_value(r, j, rng)` when given, for

@@ -61,6 +61,9 @@
 #include <gradsum/model/layers/activation_layer.hpp>
 #include <gradsum/model/layers/attention.hpp>
 #include <gradsum/model/layers/dense.hpp>
+#include <gradsum/model/layers/embedding.hpp>
+#include <gradsum/model/layers/layer_norm.hpp>
+#include <gradsum/model/layers/position_embedding.hpp>
 #include <gradsum/model/layers/repeated.hpp>
 #include <gradsum/model/layers/residual.hpp>
 #include <gradsum/model/layers/sequential.hpp>
