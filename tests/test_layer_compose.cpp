@@ -19,7 +19,9 @@ using gradsum::LayerInput;
 using gradsum::LayerOutput;
 using gradsum::Tokens;
 
-namespace {
+// Named, not anonymous: the unity build puts several test files in one
+// batch, and anonymous namespaces there are one namespace.
+namespace compose_test {
 
 template <class Space>
 using Rows = Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>;
@@ -156,8 +158,6 @@ void check(const Layer& layer, Tokens t, std::uint64_t seed) {
   CHECK(e.accumulate < 1e-10);
 }
 
-}  // namespace
-
 TEST_CASE_TEMPLATE_DEFINE("layers: Sequential, Residual and Repeated against central differences",
                           Space, layer_compositions) {
   // The test layers alone first: the checker's own baseline.
@@ -199,3 +199,5 @@ TEST_CASE("layers: compositions whose widths do not fit are errors that name the
                        doctest::Contains("0 copies of mix(3,3); expected 1 or more"), gradsum::Error);
   CHECK_THROWS_AS(gradsum::Repeated<Mix>(2, Mix{3, 2}), gradsum::Error);
 }
+
+}  // namespace compose_test
