@@ -161,26 +161,23 @@ LayerErrors check_layer(
 
   LayerErrors errors;
   errors.accumulate = detail::relative_error(g, twice);
-  std::vector<double> fd(theta.size());
-  for (std::size_t i = 0; i < theta.size(); ++i) {
-    std::vector<double> up = theta, down = theta;
-    const double h = step * (1 + std::abs(theta[i]));
-    up[i] += h;
-    down[i] -= h;
-    fd[i] = (objective(up, in) - objective(down, in)) / (2 * h);
-  }
-  errors.parameters = detail::relative_error(g, fd);
-  if (differentiable_input) {
-    std::vector<double> fdx(in.size());
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      std::vector<double> up = in, down = in;
-      const double h = step * (1 + std::abs(in[i]));
+  // Central differences of f over every coordinate of x.
+  auto central = [step](const std::vector<double>& x, const auto& f) {
+    std::vector<double> d(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      std::vector<double> up = x, down = x;
+      const double h = step * (1 + std::abs(x[i]));
       up[i] += h;
       down[i] -= h;
-      fdx[i] = (objective(theta, up) - objective(theta, down)) / (2 * h);
+      d[i] = (f(up) - f(down)) / (2 * h);
     }
-    errors.inputs = detail::relative_error(din, fdx);
-  }
+    return d;
+  };
+  errors.parameters = detail::relative_error(
+      g, central(theta, [&](const std::vector<double>& th) { return objective(th, in); }));
+  if (differentiable_input)
+    errors.inputs = detail::relative_error(
+        din, central(in, [&](const std::vector<double>& x) { return objective(theta, x); }));
   return errors;
 }
 
