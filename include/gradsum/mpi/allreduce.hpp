@@ -51,6 +51,30 @@ inline bool reports_device_support() {
 #endif
 }
 
+/// The most elements one MPI call carries: its count is an int.
+constexpr std::size_t max_message_elements = std::size_t(2147483647);
+
+/// An in-place MPI_Allreduce of `n` values of `type` (`bytes` each) at
+/// `data`, in messages of at most `max_elements` (>= 1) values, one
+/// message when n fits: a buffer of 2^31 values or more is summed whole
+/// instead of with its count cut to an int. Each element is reduced in
+/// one message, by the same elementwise operation. Collective; every rank
+/// passes the same n.
+inline void allreduce_in_place(void* data, std::size_t n, MPI_Datatype type, std::size_t bytes,
+                               MPI_Op op, MPI_Comm comm,
+                               std::size_t max_elements = max_message_elements) {
+  if (max_elements == 0)
+    fail("gradsum::mpi::allreduce_in_place: max_elements is 0; expected 1 or more");
+  auto* at = static_cast<unsigned char*>(data);
+  std::size_t done = 0;
+  do {  // (one call, of no values, for n = 0: every rank calls as often)
+    const std::size_t count = n - done < max_elements ? n - done : max_elements;
+    check(MPI_Allreduce(MPI_IN_PLACE, at + done * bytes, int(count), type, op, comm),
+          "MPI_Allreduce");
+    done += count;
+  } while (done < n);
+}
+
 }  // namespace mpi
 
 /// Aggregation across MPI processes by one in-place MPI_Allreduce (MPI_SUM)
@@ -178,9 +202,8 @@ class Allreduce {
     space.fence();
     const auto n = buffer.extent(0);
     if (direct_) {
-      mpi::check(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), int(n), mpi::datatype<Value>(), op,
-                               comm_.get()),
-                 "MPI_Allreduce");
+      mpi::allreduce_in_place(buffer.data(), n, mpi::datatype<Value>(), sizeof(Value), op,
+                              comm_.get());
       return;
     }
     if (staging_.size() < n * sizeof(Value))
@@ -190,9 +213,8 @@ class Allreduce {
         reinterpret_cast<Value*>(staging_.data()), n);
     Kokkos::deep_copy(space, host, buffer);
     space.fence();
-    mpi::check(MPI_Allreduce(MPI_IN_PLACE, host.data(), int(n), mpi::datatype<Value>(), op,
-                             comm_.get()),
-               "MPI_Allreduce");
+    mpi::allreduce_in_place(host.data(), n, mpi::datatype<Value>(), sizeof(Value), op,
+                            comm_.get());
     Kokkos::deep_copy(space, buffer, host);
     space.fence();
   }
