@@ -27,6 +27,7 @@
 #include <gradsum/loss/detail/value_and_derivative.hpp>
 #include <gradsum/model/activation.hpp>
 #include <gradsum/model/detail/dense_layers.hpp>
+#include <gradsum/model/layers/detail/elementwise.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -117,59 +118,22 @@ void gather_rows(const Space& space, const X& x, const Rows& rows, std::int64_t 
   }
 }
 
-/// z(r, j) = F(z(r, j) + b(j)), or F(z(r, j)) where b is null: the
-/// activation a template argument, so that the host loop vectorizes.
-/// Asynchronous.
-template <Activation F, class Space, class Z, class Scalar>
-void add_bias_activate_as(const Space& space, const Z& z, const Scalar* b) {
-  const char* label = "gradsum::gradient::layerwise::bias_activation";
-  const auto m = std::int64_t(z.extent(0)), n = std::int64_t(z.extent(1));
-  if (b == nullptr)
-    for_each_entry(space, label, m, n, KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
-      z(r, j) = activate(F, z(r, j));
-    });
-  else
-    for_each_entry(space, label, m, n, KOKKOS_LAMBDA(std::int64_t r, std::int64_t j) {
-      z(r, j) = activate(F, z(r, j) + b[j]);
-    });
-}
-
-/// z(r, j) = f(z(r, j) + b(j)), or f(z(r, j)) where b is null. Asynchronous.
+/// z(r, j) = f(z(r, j) + b(j)), or f(z(r, j)) where b is null: the dense
+/// layers' fused pass (model/layers/detail/elementwise.hpp), in place; no
+/// pass for the identity without a bias. Asynchronous.
 template <class Space, class Z, class Scalar>
 void add_bias_activate(const Space& space, const Z& z, const Scalar* b, Activation f) {
-  switch (f) {
-    case Activation::relu: return add_bias_activate_as<Activation::relu>(space, z, b);
-    case Activation::tanh: return add_bias_activate_as<Activation::tanh>(space, z, b);
-    case Activation::sigmoid: return add_bias_activate_as<Activation::sigmoid>(space, z, b);
-    case Activation::gelu: return add_bias_activate_as<Activation::gelu>(space, z, b);
-    case Activation::identity:
-      if (b != nullptr) add_bias_activate_as<Activation::identity>(space, z, b);
-      return;
-  }
+  if (f != Activation::identity || b != nullptr)
+    bias_activate(space, "gradsum::gradient::layerwise::bias_activation", f, z, z, b);
 }
 
-/// delta(r, k) *= F'(a(r, k)), through the activation's value a.
-/// Asynchronous.
-template <Activation F, class Space, class Delta, class A>
-void scale_by_slope_as(const Space& space, const Delta& delta, const A& a) {
-  for_each_entry(space, "gradsum::gradient::layerwise::slope", std::int64_t(delta.extent(0)),
-                 std::int64_t(delta.extent(1)), KOKKOS_LAMBDA(std::int64_t r, std::int64_t k) {
-                   delta(r, k) *= activation_slope(F, a(r, k));
-                 });
-}
-
-/// delta(r, k) *= f'(a(r, k)), through the activation's value a. Asynchronous.
+/// delta(r, k) *= f'(a(r, k)), through the activation's value a (gelu,
+/// whose slope needs the pre-activation, is refused: the MLP refuses it
+/// first); no pass for the identity. Asynchronous.
 template <class Space, class Delta, class A>
 void scale_by_slope(const Space& space, const Delta& delta, const A& a, Activation f) {
-  switch (f) {
-    case Activation::relu: return scale_by_slope_as<Activation::relu>(space, delta, a);
-    case Activation::tanh: return scale_by_slope_as<Activation::tanh>(space, delta, a);
-    case Activation::sigmoid: return scale_by_slope_as<Activation::sigmoid>(space, delta, a);
-    case Activation::gelu:
-      fail("gradsum::Analytic: a dense model's hidden layer uses gelu, whose slope needs the "
-           "pre-activation that the layer-wise path does not keep (the MLP refuses gelu)");
-    case Activation::identity: return;
-  }
+  if (f != Activation::identity)
+    slope_times(space, "gradsum::gradient::layerwise::slope", f, delta, a, false, delta);
 }
 
 /// Each row's loss derivative dz = dl/dz(z(r), y(rows(first + r))) into
