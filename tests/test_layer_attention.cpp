@@ -234,8 +234,10 @@ TEST_CASE("attention: shapes, workspace and errors that name them") {
   CHECK(layer.output_width() == 8);
   CHECK(layer.describe() == "self_attention(8,2,full)");
   CHECK(SelfAttention(8, 4).describe() == "self_attention(8,4,causal)");
-  // sequences x H x T x T probabilities and sequences x H x T more.
-  CHECK(layer.workspace_size(gradsum::Tokens{3, 5}) == 3 * 2 * 5 * 5 + 3 * 2 * 5);
+  // P and dS (sequences x H x T x T each), K^T and V^T (sequences x T x
+  // C each) and sequences x H x T more.
+  CHECK(layer.workspace_size(gradsum::Tokens{3, 5}) ==
+        2 * (3 * 2 * 5 * 5) + 2 * (3 * 5 * 8) + 3 * 2 * 5);
   CHECK(layer.workspace_size(gradsum::Tokens{0, 5}) == 0);
   CHECK_THROWS_WITH_AS(SelfAttention(6, 4), "gradsum::SelfAttention: width 6 is not divisible "
                                             "by heads 4; expected a multiple of 4",

@@ -4,6 +4,7 @@
 // partial window; seeded offsets; short, empty and foreign-byte texts are
 // errors that say where.
 
+#include "file_helpers.hpp"
 #include "test_helpers.hpp"
 
 #include <gradsum/data/text.hpp>
@@ -143,4 +144,18 @@ TEST_CASE("text: mini-batch offsets are seeded, in range and spread over the tex
   CHECK(hi >= w.max_offset() - 5);
   for (int t : tenths) CHECK(std::abs(t - 410) < 100);
   CHECK_THROWS_AS(w.draw_offsets(7, 0, 0), gradsum::Error);
+}
+
+TEST_CASE("text: a text file read whole, and files that are no text file are errors naming them") {
+  const std::string path = gradsum_test::temp_path("gradsum_text_file.txt");
+  const std::string bytes = std::string("In the beginning\n\x01\xff", 19);
+  gradsum_test::write_bytes(path, bytes);
+  CHECK(gradsum::read_text_file(path, "probe") == bytes);
+  CHECK_THROWS_WITH_AS(gradsum::read_text_file(path, "probe", 10),
+                       doctest::Contains("holds 19 bytes, more than 10"), gradsum::Error);
+  ::unlink(path.c_str());
+  CHECK_THROWS_WITH_AS(gradsum::read_text_file(path, "probe"),
+                       doctest::Contains("probe: cannot open"), gradsum::Error);
+  CHECK_THROWS_WITH_AS(gradsum::read_text_file("/tmp", "probe"),
+                       doctest::Contains("is not a regular file"), gradsum::Error);
 }

@@ -47,14 +47,34 @@ inline void parse_model(Options& o, const Value& v) {
     o.model = "mlp";
     return;
   }
-  // "mlp:H1,H2,…" itself went to the branch above.
-  o.model = v.one_of({"linear", "logistic", "softmax", "mlp:H1,H2,…"});
+  if (v.text.rfind("gpt:", 0) == 0) {
+    parse_gpt(v.text.substr(4), o);
+    o.model = "gpt";
+    return;
+  }
+  // "mlp:H1,H2,…" and "gpt:…" themselves went to the branches above.
+  o.model = v.one_of({"linear", "logistic", "softmax", "mlp:H1,H2,…",
+                      "gpt:layers=L,heads=H,width=C,context=T"});
+}
+
+/// The flags --text takes; the others do not apply to a GPT (yet).
+inline const std::vector<std::string>& text_flags() {
+  static const std::vector<std::string> names = {
+      "--text", "--model", "--precision", "--validation", "--batch", "--epochs", "--max-steps",
+      "--optimizer", "--lr", "--momentum", "--beta1", "--beta2", "--eps", "--weight-decay",
+      "--schedule", "--warmup", "--clip-norm", "--l2", "--seed", "--space", "--save-params",
+      "--progress", "--help", "-h", "--kokkos-"};
+  return names;
 }
 
 /// gradsum-train's flags, in the order --help lists them.
 inline const std::vector<gradsum_apps::Flag<Options>> flags = {
     {"--data", "FILE", "the CSV file (required)",
      [](Options& o, const Value& v) { o.data = v.text; }},
+    {"--text", "FILE",
+     "train --model gpt:… on the characters of a text file\n"
+     "(instead of --data): windows of context + 1 characters",
+     [](Options& o, const Value& v) { o.text = v.text; }},
     {"--target-column", "K", "0-based column of the target (default: last)",
      [](Options& o, const Value& v) { o.target_column = int(v.integer(0, 1000000000)); },
      same<&Options::target_column>},
@@ -65,13 +85,19 @@ inline const std::vector<gradsum_apps::Flag<Options>> flags = {
      [](Options& o, const Value& v) { o.max_values = v.integer(1, INT64_MAX / 8); }},
     {"--model", "M",
      "linear | logistic | softmax | mlp:H1,H2,… (hidden\n"
-     "layer widths; default logistic)",
+     "layer widths) | gpt:layers=L,heads=H,width=C,context=T\n"
+     "(with --text; width divisible by heads); default logistic",
      parse_model,
      [](const char* flag, const Options& o, AgreedFields& f) {
        std::string widths;
        for (int h : o.hidden) widths += std::to_string(h) + ',';
+       for (int g : {o.gpt_layers, o.gpt_heads, o.gpt_width, o.gpt_context})
+         widths += std::to_string(g) + ',';
        f.add(flag, o.model + ':' + widths);
      }},
+    {"--precision", "P", "gpt: float (default) | double",
+     [](Options& o, const Value& v) { o.precision = v.one_of({"float", "double"}); },
+     same<&Options::precision>},
     {"--loss", "L", "mlp: squared | logistic | softmax (default softmax)",
      [](Options& o, const Value& v) { o.loss = v.one_of({"squared", "logistic", "softmax"}); },
      same<&Options::loss>},
@@ -317,10 +343,11 @@ inline const std::vector<gradsum_apps::Flag<Options>> flags = {
 /// gradsum-train --help.
 inline std::string usage() {
   return "usage: gradsum-train --data FILE [options]\n"
+         "       gradsum-train --text FILE --model gpt:layers=L,heads=H,width=C,context=T [options]\n"
          "\n"
          "Trains a model on a numeric CSV file (optional header row, target in\n"
-         "the last column, as numbers or class names) by data-parallel gradient\n"
-         "descent.\n"
+         "the last column, as numbers or class names), or a GPT on the characters\n"
+         "of a text file, by data-parallel gradient descent.\n"
          "\n" +
          gradsum_apps::describe_flags(flags, 25) +
          "\n"
@@ -336,12 +363,37 @@ inline std::string usage() {
          "gradsum-train --plan [--help] predicts whether distributing a job pays.\n";
 }
 
+// --text and --model gpt:… go together, with the flags text_flags() names.
+inline void check_text_flags(const Options& o, const std::vector<std::string>& given) {
+  if (o.text.empty()) gradsum::fail("--model gpt:…: trains on --text FILE, not on --data");
+  if (!o.data.empty()) gradsum::fail("--text: does not combine with --data; give one");
+  if (o.model != "gpt")
+    gradsum::fail("--text: trains --model gpt:layers=L,heads=H,width=C,context=T, not --model ",
+                  o.model);
+  for (const auto& flag : given)
+    if (flag.rfind("--kokkos-", 0) != 0 &&
+        std::find(text_flags().begin(), text_flags().end(), flag) == text_flags().end())
+      gradsum::fail(flag, ": does not apply to --text (a GPT takes ",
+                    gradsum_apps::either(text_flags()), ")");
+  if (!is_first_order(o.optimizer))
+    gradsum::fail("--optimizer: --model gpt trains with ", gradsum_apps::either(first_order_names()),
+                  ", got '", name(o.optimizer), "'");
+  if (o.save_params.size() >= 12 &&
+      o.save_params.compare(o.save_params.size() - 12, 12, ".safetensors") == 0)
+    gradsum::fail("--save-params: a GPT's parameters are written one per line for now, not as "
+                  "safetensors");
+}
+
 // The flags that do not combine, checked once all are read.
 inline void check_combinations(const Options& o, const std::vector<std::string>& given) {
   auto was_given = [&](const char* flag) {
     return std::find(given.begin(), given.end(), flag) != given.end();
   };
-  if (!o.help && o.data.empty()) gradsum::fail("--data FILE is required (see --help)");
+  if (!o.help && o.data.empty() && o.text.empty())
+    gradsum::fail("--data FILE is required (or --text FILE for --model gpt:…; see --help)");
+  if (!o.text.empty() || o.model == "gpt") check_text_flags(o, given);
+  if (o.model != "gpt" && was_given("--precision"))
+    gradsum::fail("--precision: applies to --model gpt:…, not to --model ", o.model);
   if (o.model != "mlp" && o.model != "softmax" && was_given("--mlp-path"))
     gradsum::fail("--mlp-path: applies to --model mlp:… and softmax, not to --model ", o.model);
   const char* const mlp_only[] = {"--loss", "--activation", "--init", "--diagnostics"};

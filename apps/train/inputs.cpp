@@ -4,6 +4,7 @@
 #include "inputs.hpp"
 
 #include "flags.hpp"
+#include "models.hpp"
 
 #include <functional>
 #include <tuple>
@@ -155,6 +156,18 @@ int count_classes(const gradsum::Table& table, const std::vector<std::string>& n
                          "2 <= C <= ", gradsum::max_outputs, "; the largest label is ",
                          classes - 1);
   return int(classes);
+}
+
+
+// --text's characters, split for training and validation.
+TextInputs read_text_inputs(const Options& o) {
+  const std::string text = gradsum::read_text_file(o.text, "--text");
+  TextInputs in;
+  in.vocabulary = gradsum::CharVocabulary::of_text(text, o.text);
+  const auto split = gradsum::split_text(text, o.validation);
+  in.train = in.vocabulary.encode(split.train, o.text);
+  in.validation = in.vocabulary.encode(split.validation, o.text);
+  return in;
 }
 
 }  // namespace gradsum_train

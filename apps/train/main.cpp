@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// gradsum-train: trains a linear, logistic, softmax or MLP model on a CSV file.
+// gradsum-train: trains a linear, logistic, softmax or MLP model on a CSV
+// file, or a GPT on a text file.
 // Exit status: 0 on success, 1 on an error in the data or the run, 2 on a
 // bad command line.
 
@@ -66,6 +67,40 @@ int train_in_part(const Context& context, const Aggregation& aggregation) {
   return train_mlp<Part>(context, aggregation);
 }
 
+// --text: the GPT's part of the spaces answers, as train_chosen_model.
+template <int... Part>
+int train_text(const Context& context, const TextInputs& text, const Aggregation& aggregation,
+               std::integer_sequence<int, Part...>) {
+  int status = -1;
+  ((status = status >= 0 ? status : train_gpt<Part>(context, text, aggregation)), ...);
+  if (status < 0)
+    gradsum::fail_agreed("--space: '", wanted_space(context.options),
+                         "' is not enabled in this build; choose one of ",
+                         gradsum::enabled_space_names());
+  return status;
+}
+
+// Reads --text on every rank, checks that every rank has the same flags
+// and characters, and trains the GPT. Collective.
+int run_text(Context& context, Aggregation& aggregation) {
+  TextInputs text;
+  std::string error;
+  try {
+    text = read_text_inputs(context.options);
+  } catch (const std::exception& e) {
+    error = gradsum::describe_exception(e);
+  }
+  gradsum::Signature s = agreed_flags(context.options);
+  auto bytes = [](const std::vector<std::int32_t>& ids) {
+    return std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(ids[0]));
+  };
+  s.add_hash("vocabulary", text.vocabulary.characters());
+  s.add_hash("training characters", bytes(text.train));
+  s.add_hash("validation characters", bytes(text.validation));
+  aggregation.agree(s, error);
+  return train_text(context, text, aggregation, std::make_integer_sequence<int, space_parts>());
+}
+
 // Trains --model on --space: the part of the spaces that holds it answers.
 template <int... Part>
 int train_chosen_model(const Context& context, const Aggregation& aggregation,
@@ -84,6 +119,7 @@ int train_chosen_model(const Context& context, const Aggregation& aggregation,
 int run(Context& context) {
   const Options& options = context.options;
   Aggregation aggregation = make_aggregation(robust_rule(options));
+  if (!options.text.empty()) return run_text(context, aggregation);
   gradsum::Table whole;  // --duplicates: the rows before any split
   // Reading can fail on one rank only (a file missing on one node): every
   // rank learns of it in the first collective, which also compares the

@@ -8,6 +8,9 @@
 
 #include "context.hpp"
 
+#include <cstdint>
+#include <vector>
+
 namespace gradsum_train {
 
 /// The parts the execution spaces are compiled in: part p holds the
@@ -32,5 +35,21 @@ int train_softmax(const Context& context, const Aggregation& aggregation);
 /// --model mlp:… with --loss squared, logistic or softmax (the default), likewise.
 template <int Part>
 int train_mlp(const Context& context, const Aggregation& aggregation);
+
+/// The characters of --text as a GPT trains on them: the vocabulary (the
+/// sorted distinct characters of the whole file) and the token ids of the
+/// training part and of the --validation part (the last fraction).
+struct TextInputs {
+  gradsum::CharVocabulary vocabulary;
+  std::vector<std::int32_t> train, validation;
+};
+
+/// Reads --text and splits it. Throws gradsum::Error naming the file.
+TextInputs read_text_inputs(const Options& o);
+
+/// --text with --model gpt:…, on --space if it is in part `Part`; else -1.
+/// Collective; returns the exit status.
+template <int Part>
+int train_gpt(const Context& context, const TextInputs& text, const Aggregation& aggregation);
 
 }  // namespace gradsum_train

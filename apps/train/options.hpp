@@ -41,7 +41,10 @@ inline std::vector<std::string> first_order_names() {
 /// Everything gradsum-train can be told.
 struct Options {
   std::string data;
-  std::string model = "logistic";  // linear | logistic | softmax | mlp
+  std::string text;                // --text: a GPT's characters (instead of --data)
+  std::string model = "logistic";  // linear | logistic | softmax | mlp | gpt
+  int gpt_layers = 0, gpt_heads = 0, gpt_width = 0, gpt_context = 0;  // --model gpt:…
+  std::string precision;           // gpt: float (default) | double
   std::vector<int> hidden;          // mlp: hidden layer widths
   std::string loss;                 // mlp: squared | logistic | softmax (default softmax)
   std::string activation = "relu";  // mlp: hidden activation
@@ -135,6 +138,32 @@ inline gradsum::Schedule parse_schedule(const std::string& text) {
     gradsum::fail("--schedule: ", e.what());
   }
   return schedule;
+}
+
+/// An --model gpt:layers=L,heads=H,width=C,context=T description: every
+/// key once, positive integers, width divisible by heads.
+inline void parse_gpt(const std::string& text, Options& o) {
+  const std::string flag = "--model gpt:";
+  int* fields[] = {&o.gpt_layers, &o.gpt_heads, &o.gpt_width, &o.gpt_context};
+  const char* keys[] = {"layers", "heads", "width", "context"};
+  for (int* f : fields) *f = 0;
+  for (std::size_t start = 0;;) {
+    const auto comma = text.find(',', start);
+    const std::string item = text.substr(start, comma - start);
+    const auto equals = item.find('=');
+    int k = 0;
+    while (k < 4 && item.substr(0, equals) != keys[k]) ++k;
+    if (equals == std::string::npos || k == 4 || *fields[k] != 0)
+      gradsum::fail(flag, " expected layers=L,heads=H,width=C,context=T (each once), got '",
+                    text, "'");
+    *fields[k] = int(gradsum_apps::parse_integer(flag + keys[k], item.substr(equals + 1), 1, 65536));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  for (int k = 0; k < 4; ++k)
+    if (*fields[k] == 0) gradsum::fail(flag, " lacks ", keys[k], "= in '", text, "'");
+  if (o.gpt_width % o.gpt_heads != 0)
+    gradsum::fail(flag, " width ", o.gpt_width, " is not divisible by heads ", o.gpt_heads);
 }
 
 /// An --model mlp:H1,H2,… width list: positive integers separated by commas.

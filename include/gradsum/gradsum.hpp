@@ -56,6 +56,7 @@
 #include <gradsum/optimizer/sgd.hpp>
 #include <gradsum/optimizer/steepest_descent.hpp>
 
+#include <gradsum/model/gpt.hpp>
 #include <gradsum/model/initializers.hpp>
 #include <gradsum/model/layer.hpp>
 #include <gradsum/model/layers/activation_layer.hpp>
@@ -69,6 +70,7 @@
 #include <gradsum/model/layers/sequential.hpp>
 #include <gradsum/model/linear.hpp>
 #include <gradsum/model/mlp.hpp>
+#include <gradsum/model/network.hpp>
 #include <gradsum/model/softmax.hpp>
 #include <gradsum/model/tensors.hpp>
 
@@ -84,6 +86,7 @@
 #include <gradsum/train/checkpoint.hpp>
 #include <gradsum/train/checkpoint_format.hpp>
 #include <gradsum/train/fit.hpp>
+#include <gradsum/train/generate.hpp>
 #include <gradsum/train/metrics.hpp>
 #include <gradsum/train/model_file.hpp>
 #include <gradsum/train/parameter_file.hpp>

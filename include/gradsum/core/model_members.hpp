@@ -212,6 +212,24 @@ struct has_dense_layers<M, std::void_t<decltype(std::declval<const M&>().dense_l
                                        decltype(bool(std::declval<const M&>().layerwise))>>
     : declares_model_with<M, decltype(&M::dense_layers)> {};
 
+/// Whether M is a composition of layers (model/network.hpp: `static
+/// constexpr bool is_network`): the network path, and no per-sample one.
+template <class M, class = void>
+struct is_network : std::false_type {};
+template <class M>
+struct is_network<M, std::enable_if_t<M::is_network>> : std::true_type {};
+
+/// Loss terms per data row (a Network over windows of text: its context),
+/// else 1: the step divides by rows x this.
+template <class M>
+std::int64_t positions_per_row(const M& model) {
+  if constexpr (is_network<M>::value) return model.positions_per_row();
+  else {
+    (void)model;
+    return 1;
+  }
+}
+
 /// `std::string per_sample_limits() const`: why the per-sample path (per-
 /// thread stack arrays) cannot take this instance, or "" when it can (MLP).
 template <class M, class = void>

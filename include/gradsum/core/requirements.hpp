@@ -391,6 +391,37 @@ inline constexpr bool is_optimizer_v = is_optimizer<O>::value;
 
 namespace detail {
 
+/// The Model's part of check_step_policies, for the Gradient policy.
+template <class Scalar, class Model, class Gradient>
+constexpr bool check_model_policy() {
+  static_assert(has_num_features<Model>::value,
+                "gradsum::Step: the Model must provide `int num_features() const`");
+  static_assert(has_num_outputs<Model>::value,
+                "gradsum::Step: the Model must provide `int num_outputs() const`");
+  static_assert(has_num_parameters<Model>::value,
+                "gradsum::Step: the Model must provide `int num_parameters() const`");
+  static_assert(has_is_regularized<Model>::value,
+                "gradsum::Step: the Model must provide `bool is_regularized(int j) const`");
+  static_assert(has_name<Model>::value, "gradsum::Step: the Model must provide `name()`");
+  // A Network (model/network.hpp) has no per-sample forward: the Analytic
+  // gradient's network path runs its layers.
+  static_assert(is_network<Model>::value || has_forward<Model, Scalar>::value,
+                "gradsum::Step: the Model must provide `forward(const Scalar* theta, const "
+                "Scalar* x, Scalar* z) const`");
+  static_assert(!is_network<Model>::value || gradient_needs_backward<Gradient>(),
+                "gradsum::Step: a Network (a composition of layers) trains with the Analytic "
+                "gradient (or VirtualWorkers of it): it has no per-sample forward for "
+                "CentralDifference to perturb");
+  // Only a gradient policy that calls backward needs it (Analytic does,
+  // CentralDifference does not).
+  static_assert(is_network<Model>::value || !gradient_needs_backward<Gradient>() ||
+                    has_backward<Model, Scalar>::value,
+                "gradsum::Step: the Model must provide `backward(const Scalar* theta, const "
+                "Scalar* x, const Scalar* dz, Scalar* g) const` for this Gradient policy "
+                "(Analytic); a model with forward only trains with CentralDifference");
+  return true;
+}
+
 /// The checks of gradsum::Step<ExecutionSpace, Scalar, Model, …>: one
 /// static_assert per member a policy lacks, whose message names the role
 /// and the member. Returns true (for a static_assert at the call).
@@ -401,24 +432,7 @@ constexpr bool check_step_policies() {
                 "gradsum::Step: ExecutionSpace must be a Kokkos execution space");
   static_assert(std::is_floating_point<Scalar>::value,
                 "gradsum::Step: Scalar must be float or double");
-  static_assert(has_num_features<Model>::value,
-                "gradsum::Step: the Model must provide `int num_features() const`");
-  static_assert(has_num_outputs<Model>::value,
-                "gradsum::Step: the Model must provide `int num_outputs() const`");
-  static_assert(has_num_parameters<Model>::value,
-                "gradsum::Step: the Model must provide `int num_parameters() const`");
-  static_assert(has_is_regularized<Model>::value,
-                "gradsum::Step: the Model must provide `bool is_regularized(int j) const`");
-  static_assert(has_name<Model>::value, "gradsum::Step: the Model must provide `name()`");
-  static_assert(has_forward<Model, Scalar>::value,
-                "gradsum::Step: the Model must provide `forward(const Scalar* theta, const "
-                "Scalar* x, Scalar* z) const`");
-  // Only a gradient policy that calls backward needs it (Analytic does,
-  // CentralDifference does not).
-  static_assert(!gradient_needs_backward<Gradient>() || has_backward<Model, Scalar>::value,
-                "gradsum::Step: the Model must provide `backward(const Scalar* theta, const "
-                "Scalar* x, const Scalar* dz, Scalar* g) const` for this Gradient policy "
-                "(Analytic); a model with forward only trains with CentralDifference");
+  static_assert(check_model_policy<Scalar, Model, Gradient>());
   static_assert(has_name<Loss>::value, "gradsum::Step: the Loss must provide `name()`");
   static_assert(has_supports_outputs<Loss>::value,
                 "gradsum::Step: the Loss must provide `bool supports_outputs(int k) const`");

@@ -17,7 +17,10 @@
 ///   rank.
 
 #include <gradsum/core/error.hpp>
+#include <gradsum/core/input_file.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/data/dataset.hpp>
+#include <gradsum/data/rows.hpp>
 #include <gradsum/data/sampler.hpp>
 
 #include <array>
@@ -133,6 +136,20 @@ class CharVocabulary {
   std::array<int, 256> ids_;
 };
 
+/// The bytes of the regular file at `path`, at most `max_bytes` of them
+/// (2^31 - 1 by default: a character-level model reads no more), for
+/// CharVocabulary and TextWindows. A missing file, a folder, a pipe or a
+/// device, and a longer file, are gradsum::Errors naming `who` and the path.
+inline std::string read_text_file(const std::string& path, const char* who,
+                                  std::uint64_t max_bytes = 2147483647) {
+  detail::InputFile file(path, who, "a text file");
+  if (file.size() > max_bytes)
+    fail(who, ": '", path, "' holds ", file.size(), " bytes, more than ", max_bytes);
+  std::string text(std::size_t(file.size()), '\0');
+  text.resize(file.read_up_to(text.data(), text.size()));
+  return text;
+}
+
 /// A text split for training and validation: the validation part is the
 /// last `fraction` of the characters (rounded down), the training part
 /// the rest.
@@ -210,6 +227,53 @@ class TextWindows {
     std::vector<std::int64_t> offsets(static_cast<std::size_t>(batch));
     for (auto& o : offsets) o = std::int64_t(rng.below(std::uint64_t(max_offset()) + 1));
     return offsets;
+  }
+
+  /// Every window as a row of a data set for a Network over text: row r
+  /// holds tokens r … r + context (as Scalar), the window at offset r, for
+  /// r from 0 to max_offset(); the target of row r is its last token
+  /// (the network reads every position's target from the row itself). The
+  /// rows overlap: they are one copy of the text read with strides (1, 1),
+  /// kept alive by the targets, which are the same copy from token
+  /// `context` on. Select rows with select(full_batch_offsets(…)) or
+  /// select(draw_offsets(…)). Blocking.
+  template <class Scalar>
+  Dataset<Scalar, Memory, Kokkos::LayoutStride> dataset() const {
+    using Values = Kokkos::View<Scalar*, Memory>;
+    const Values values(Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::data::text_values"),
+                        tokens_.extent(0));
+    const auto tokens = tokens_;
+    Kokkos::parallel_for(
+        "gradsum::data::text_windows::values",
+        Kokkos::RangePolicy<typename Memory::execution_space, Kokkos::IndexType<std::int64_t>>(
+            0, num_tokens()),
+        KOKKOS_LAMBDA(std::int64_t i) { values(i) = Scalar(tokens(i)); });
+    Kokkos::fence();
+    const auto rows = std::size_t(max_offset() + 1), width = std::size_t(context_ + 1);
+    const Kokkos::View<Scalar**, Kokkos::LayoutStride, Memory> windows(
+        values.data(), Kokkos::LayoutStride(rows, 1, width, 1));
+    const Kokkos::View<Scalar*, Kokkos::LayoutStride, Memory> last =
+        Kokkos::subview(values, Kokkos::make_pair(std::size_t(context_), std::size_t(context_) + rows));
+    return Dataset<Scalar, Memory, Kokkos::LayoutStride>(windows, last);
+  }
+
+  /// The rows of dataset() starting at `offsets`: copies them into `index`
+  /// (at least offsets.size() values in Memory, allocated once by the
+  /// caller) and selects them. An offset outside [0, max_offset()] is a
+  /// gradsum::Error. Blocking.
+  RowList<Memory> select(const std::vector<std::int64_t>& offsets,
+                         const Kokkos::View<std::int64_t*, Memory>& index) const {
+    if (index.extent(0) < offsets.size())
+      fail("gradsum::TextWindows::select: ", offsets.size(), " offsets but room for ",
+           index.extent(0));
+    for (std::size_t b = 0; b < offsets.size(); ++b)
+      if (offsets[b] < 0 || offsets[b] > max_offset())
+        fail("gradsum::TextWindows::select: window ", b, " starts at token ", offsets[b],
+             "; a window of ", context_, " + 1 tokens starts at 0 to ", max_offset());
+    const Kokkos::View<const std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+        host(offsets.data(), offsets.size());
+    Kokkos::deep_copy(Kokkos::subview(index, Kokkos::make_pair(std::size_t(0), offsets.size())), host);
+    return RowList<Memory>{index, 0, std::int64_t(offsets.size())};
   }
 
   /// out(b, j) = token offsets(b) + j as a Scalar, for j from 0 to

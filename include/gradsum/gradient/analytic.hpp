@@ -8,6 +8,7 @@
 #include <gradsum/data/feature_rows.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/gradient/detail/layerwise.hpp>
+#include <gradsum/gradient/detail/network.hpp>
 #include <gradsum/gradient/path.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
 #include <gradsum/reduction/detail/rank_one_block.hpp>
@@ -270,6 +271,23 @@ struct Analytic {
   void sum(const ExecutionSpace& space, const Model& model, const Loss& loss,
            const Reduction& reduction, const Theta& theta, const Data& data,
            const Rows& rows, const Out& out, const Work& work) const {
+    if constexpr (detail::is_network<Model>::value) {
+      if (!detail::sums_plainly(reduction))
+        fail("gradsum::Analytic: a Network sums with a plain reduction (Sum) only; ",
+             reduction.name(), " needs each sample's contribution, which a network of layers "
+             "does not compute on its own");
+      detail::network_sum(space, model, loss, theta, data, rows, out, work);
+    } else {
+      sum_model(space, model, loss, reduction, theta, data, rows, out, work);
+    }
+  }
+
+ private:
+  template <class ExecutionSpace, class Model, class Loss, class Reduction,
+            class Theta, class Data, class Rows, class Out, class Work>
+  void sum_model(const ExecutionSpace& space, const Model& model, const Loss& loss,
+                 const Reduction& reduction, const Theta& theta, const Data& data,
+                 const Rows& rows, const Out& out, const Work& work) const {
     using Scalar = typename Data::scalar_type;
     using X = typename Data::features_view;
     using Y = typename Data::targets_view;

@@ -31,17 +31,23 @@ enum class GradientPath {
   /// spaces: Linear with Reproducible, `batched` set.
   rank_one_blocks,
   /// forward, the loss and backward one sample at a time: the reference,
-  /// open to every model, reduction and space.
-  per_sample
+  /// open to every model, reduction and space but a Network.
+  per_sample,
+  /// Panels of the batch through a Network's layers, the loss at every
+  /// position (gradient/detail/network.hpp): a Network with a plain
+  /// reduction (Sum), its only path.
+  network
 };
 
 /// The words the programs print for `path`: "matrix path", "per-sample
-/// path in blocks", "per-sample path in rank-one blocks", "per-sample path".
+/// path in blocks", "per-sample path in rank-one blocks", "per-sample path",
+/// "network path".
 inline const char* path_name(GradientPath path) {
   switch (path) {
     case GradientPath::layerwise: return "matrix path";
     case GradientPath::blocks: return "per-sample path in blocks";
     case GradientPath::rank_one_blocks: return "per-sample path in rank-one blocks";
+    case GradientPath::network: return "network path";
     default: return "per-sample path";
   }
 }
@@ -79,7 +85,9 @@ struct OpenPaths {
 }  // namespace detail
 
 /// The path Analytic::sum takes for `model` with `loss` and `reduction` on
-/// `Space` for `Scalar` data, the first open one of:
+/// `Space` for `Scalar` data: for a Network, the network path with a plain
+/// reduction (else per_sample, which a step refuses for it); otherwise the
+/// first open one of:
 /// - layerwise: the model's `layerwise` set and the reduction plain, unless
 ///   on a host space its block path comes first (`batched` set and at most
 ///   `block_classes` outputs: Softmax of few classes);
@@ -90,6 +98,10 @@ struct OpenPaths {
 /// - per_sample.
 template <class Space, class Scalar, class Model, class Loss, class Reduction>
 GradientPath gradient_path(const Model& model, const Loss& /*loss*/, const Reduction& reduction) {
+  if constexpr (detail::is_network<Model>::value) {
+    (void)model;
+    return detail::sums_plainly(reduction) ? GradientPath::network : GradientPath::per_sample;
+  }
   using Open = detail::OpenPaths<Space, Scalar, Model, Loss, Reduction>;
   bool blocks_first = false;
   if constexpr (Open::batched && detail::has_block_classes<Model>::value)

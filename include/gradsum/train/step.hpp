@@ -165,7 +165,7 @@ class Step {
     std::string local_error =
         detail::check_shapes(model_, theta, data, rows, workers_.rounds_each_worker());
     if (local_error.empty()) local_error = detail::check_worker_rows(gradient_, rows);
-    if (local_error.empty() && !layerwise())
+    if (local_error.empty() && !layerwise() && gradient_path() != GradientPath::network)
       local_error = detail::gather_limit("gradsum::Step::evaluate", data.features());
     if (local_error.empty()) local_error = check_data_(space_, model_, loss_, data);
     const bool local_nonfinite = sum_workers(theta, data, rows, local_error.empty());
@@ -332,8 +332,10 @@ class Step {
       return local_.sum(space_, rows, sum_part, sums, gradient_view_);
     };
     auto put = [&](const auto& message) { local_.watch().put(message); };
+    // The count the mean divides by: loss terms, rows x positions per row.
+    const std::int64_t count = rows.size() * detail::positions_per_row(model_);
     return workers_.sum(space_, reduction_, aggregation_,
-                        detail::local_part(ok, rows.size(), sum, put), message_);
+                        detail::local_part(ok, count, sum, put), message_);
   }
 
   // The objective J and its gradient from the aggregated sums of `count`
@@ -342,11 +344,12 @@ class Step {
   StepResult objective_at(const Theta& theta, std::int64_t count) {
     const int P = num_parameters();
     const double scale = objective_.mean ? 1.0 / double(count) : 1.0;
-    using Functor =
-        detail::ObjectiveGradient<Model, Scalar, parameters_view, Theta, parameters_view>;
+    using Functor = detail::ObjectiveGradient<detail::regularization_t<Model>, Scalar,
+                                              parameters_view, Theta, parameters_view>;
     Kokkos::View<Scalar*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> norms(
         host_norms_.data(), 2);
-    const Functor finalize{2, model_, message_.sums(), theta, gradient_view_, Scalar(scale),
+    const Functor finalize{2, detail::regularization_of(model_), message_.sums(), theta,
+                           gradient_view_, Scalar(scale),
                            Scalar(objective_.l2)};
     // With the Reproducible reduction the norms too are the same bits
     // whatever the thread count.
@@ -390,11 +393,14 @@ class Step {
                       workers_);
   }
 
-  // The gradient policy's workspace, and the layer-wise path's panels
-  // where the step takes it.
+  // The gradient policy's workspace, and the layer-wise or network path's
+  // panels where the step takes it.
   std::size_t workspace_size() const {
-    return gradient_.workspace_size(num_parameters()) +
-           (layerwise() ? detail::layerwise_workspace_size(model_) : 0);
+    std::size_t panels = layerwise() ? detail::layerwise_workspace_size(model_) : 0;
+    if constexpr (detail::is_network<Model>::value)
+      if (gradient_path() == GradientPath::network)
+        panels = detail::network_workspace_size(model_);
+    return gradient_.workspace_size(num_parameters()) + panels;
   }
 
   ExecutionSpace space_;

@@ -136,23 +136,35 @@ void scale_by_slope(const Space& space, const Delta& delta, const A& a, Activati
     slope_times(space, "gradsum::gradient::layerwise::slope", f, delta, a, false, delta);
 }
 
-/// Each row's loss derivative dz = dl/dz(z(r), y(rows(first + r))) into
-/// delta, and the sum of their losses into `loss` (a scalar View). On host
-/// spaces the loss's fused form where it has one (a loop over the outputs
-/// that vectorizes). Asynchronous.
-template <class Space, class Loss, class Z, class Y, class Rows, class Delta, class Total>
-void loss_rows(const Space& space, const Loss& loss, const Z& z, const Y& y, const Rows& rows,
-               std::int64_t first, const Delta& delta, const Total& total) {
+/// The target of a panel's row r, the selected rows from `first` on:
+/// y(rows(first + r)).
+template <class Y, class Rows>
+struct RowTargets {
+  Y y;
+  Rows rows;
+  std::int64_t first;
+  KOKKOS_FUNCTION typename Y::non_const_value_type operator()(std::int64_t r) const {
+    return y(rows(first + r));
+  }
+};
+
+/// Each row's loss derivative dz = dl/dz(z(r), target(r)) into delta, and
+/// the sum of their losses into `total` (a scalar View), in a kernel named
+/// `label`. On host spaces the loss's fused form where it has one (a loop
+/// over the outputs that vectorizes). Asynchronous.
+template <class Space, class Loss, class Z, class Targets, class Delta, class Total>
+void loss_rows(const Space& space, const char* label, const Loss& loss, const Z& z,
+               const Targets& target, const Delta& delta, const Total& total) {
   using Scalar = typename Delta::non_const_value_type;
   constexpr bool fused =
       Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Space::memory_space>::accessible;
   const int k = int(z.extent(1));
   Kokkos::parallel_reduce(
-      "gradsum::gradient::layerwise::loss",
+      label,
       Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0,
                                                                  std::int64_t(z.extent(0))),
       KOKKOS_LAMBDA(std::int64_t r, Scalar & sum) {
-        sum += value_and_derivative<fused>(loss, &z(r, 0), k, y(rows(first + r)), &delta(r, 0));
+        sum += value_and_derivative<fused>(loss, &z(r, 0), k, target(r), &delta(r, 0));
       },
       total);
 }
@@ -310,8 +322,10 @@ void layerwise_sum(const Space& space, const Model& model, const Loss& loss, con
         rows.size() - first < panels.rows ? rows.size() - first : panels.rows;
     const auto a0 = panels.input_panel(space, data.features(), rows, first, m);
     panels.forward(space, theta.data(), a0, m);
-    loss_rows(space, loss, panels.model_outputs(m), data.targets(), rows, first,
-              Panel<Scalar, Memory>(panels.deltas[0], m, k), panels.panel_loss);
+    using Targets = RowTargets<typename Data::targets_view, Rows>;
+    loss_rows(space, "gradsum::gradient::layerwise::loss", loss, panels.model_outputs(m),
+              Targets{data.targets(), rows, first}, Panel<Scalar, Memory>(panels.deltas[0], m, k),
+              panels.panel_loss);
     add_scalar(space, total, panels.panel_loss);
     panels.backward(space, theta.data(), out.data(), a0, m);
   }

@@ -17,7 +17,11 @@
 /// each in fused kernels of its own: forward and dQ parallel over (window,
 /// head, query row), dK and dV over (window, head, key row) with the query
 /// rows summed in order, so that no atomics are needed and the sums have
-/// the same bits whatever the thread count.
+/// the same bits whatever the thread count. The keys and values of each
+/// (window, head) are first transposed (K^T, V^T), so that a query's
+/// scores S_i = Q_i K^T and dP_i = dO_i V^T are sums of rows of length T
+/// that vectorize, like every other loop here (over T or over d); dS is
+/// kept between the two backward kernels.
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
@@ -111,19 +115,67 @@ KOKKOS_FORCEINLINE_FUNCTION void attention_softmax(Scalar* p, int keys, int leng
   for (int j = keys; j < length; ++j) p[j] = 0;
 }
 
-/// Forward of every (window, head, query row): scores, the masked softmax
-/// (kept in p), and O = P V. Asynchronous.
+/// Where the keys and values of a (window, head) lie transposed, d x T
+/// each, after the probabilities, dS and delta in the workspace:
+/// attention_layout(a).keys + pair d T, and .values likewise.
+struct AttentionLayout {
+  std::size_t scores, delta, keys, values, total;
+};
+inline AttentionLayout attention_layout(const AttentionShape& a) {
+  AttentionLayout l;
+  l.scores = a.probabilities();
+  l.delta = 2 * a.probabilities();
+  l.keys = l.delta + std::size_t(a.items());
+  l.values = l.keys + std::size_t(a.items()) * std::size_t(a.head_width());
+  l.total = l.values + std::size_t(a.items()) * std::size_t(a.head_width());
+  return l;
+}
+
+/// The keys and values of every (window, head) transposed into the
+/// workspace (K^T and V^T, d x T each), so that a query's scores and
+/// dO V^T are sums of rows that vectorize over the keys. Asynchronous.
+template <class Space, class In, class Scalar>
+void attention_transpose(const Space& space, const AttentionShape& a, const In& in, Scalar* work) {
+  const AttentionLayout l = attention_layout(a);
+  attention_for_each(
+      space, "gradsum::layer::attention::transpose", a,
+      KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
+        const std::int64_t base = (item - at.position) * at.d;  // the pair's d x T block
+        Scalar* kt = work + l.keys + base + at.position;
+        Scalar* vt = work + l.values + base + at.position;
+        const Scalar* k = &in(at.row, at.k);
+        const Scalar* v = &in(at.row, at.v);
+        for (int c = 0; c < at.d; ++c) {
+          kt[c * a.length] = k[c];
+          vt[c * a.length] = v[c];
+        }
+      });
+}
+
+/// s[0 .. n) = scale sum_c x[c] m[c T + 0 .. n) over c < d: a row times a
+/// transposed d x T block, in rows that vectorize over n.
+template <class Scalar>
+KOKKOS_FORCEINLINE_FUNCTION void attention_row_times(int d, int n, int length, const Scalar* x,
+                                                     const Scalar* m, Scalar scale, Scalar* s) {
+  for (int j = 0; j < n; ++j) s[j] = 0;
+  for (int c = 0; c < d; ++c) attention_axpy(n, x[c] * scale, m + std::int64_t(c) * length, s);
+}
+
+/// Forward of every (window, head, query row): scores from K^T, the
+/// masked softmax (kept in p), and O = P V. Asynchronous; the workspace
+/// holds P, dS, delta, K^T and V^T (attention_layout).
 template <class Space, class In, class Out, class Scalar>
 void attention_forward(const Space& space, const AttentionShape& a, Scalar scale, const In& in,
-                       const Out& out, Scalar* p) {
+                       const Out& out, Scalar* work) {
+  attention_transpose(space, a, in, work);
+  const AttentionLayout l = attention_layout(a);
   attention_for_each(
       space, "gradsum::layer::attention::forward", a,
       KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
-        Scalar* pi = attention_row(p, a, item);
+        Scalar* pi = attention_row(work, a, item);
         const int keys = a.keys_for(at.position);
-        const Scalar* query = &in(at.row, at.q);
-        for (int j = 0; j < keys; ++j)
-          pi[j] = attention_dot(at.d, query, &in(at.first + j, at.k)) * scale;
+        const Scalar* kt = work + l.keys + (item - at.position) * at.d;
+        attention_row_times(at.d, keys, a.length, &in(at.row, at.q), kt, scale, pi);
         attention_softmax(pi, keys, a.length);
         Scalar* o = &out(at.row, at.q);
         for (int c = 0; c < at.d; ++c) o[c] = 0;
@@ -131,51 +183,50 @@ void attention_forward(const Space& space, const AttentionShape& a, Scalar scale
       });
 }
 
-/// delta_i = dO_i . O_i and dQ_i = sum_j dS_ij K_j for every (window,
-/// head, query row); delta kept after p for the keys' pass. Asynchronous.
+/// delta_i = dO_i . O_i, the row dS_i (kept) and dQ_i = sum_j dS_ij K_j
+/// for every (window, head, query row). Asynchronous.
 template <class Space, class In, class Din, class Scalar>
 void attention_backward_queries(const Space& space, const AttentionShape& a, Scalar scale,
                                 const In& in, const In& out, const In& dout, const Din& din,
-                                Scalar* p) {
-  Scalar* delta = p + a.probabilities();
+                                Scalar* work) {
+  const AttentionLayout l = attention_layout(a);
   attention_for_each(
       space, "gradsum::layer::attention::backward_queries", a,
       KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
-        const Scalar* pi = attention_row(p, a, item);
+        const Scalar* pi = attention_row(work, a, item);
+        Scalar* ds = attention_row(work + l.scores, a, item);
         const Scalar* grad = &dout(at.row, at.q);
         const Scalar dot = attention_dot(at.d, grad, &out(at.row, at.q));
-        delta[item] = dot;
+        work[l.delta + std::size_t(item)] = dot;
+        const int keys = a.keys_for(at.position);
+        const Scalar* vt = work + l.values + (item - at.position) * at.d;
+        attention_row_times(at.d, keys, a.length, grad, vt, Scalar(1), ds);  // dP_i
+        for (int j = 0; j < keys; ++j) ds[j] = pi[j] * (ds[j] - dot) * scale;
+        for (int j = keys; j < a.length; ++j) ds[j] = 0;
         Scalar* dq = &din(at.row, at.q);
         for (int c = 0; c < at.d; ++c) dq[c] = 0;
-        const int keys = a.keys_for(at.position);
-        for (int j = 0; j < keys; ++j) {
-          const Scalar dp = attention_dot(at.d, grad, &in(at.first + j, at.v));
-          attention_axpy(at.d, pi[j] * (dp - dot) * scale, &in(at.first + j, at.k), dq);
-        }
+        for (int j = 0; j < keys; ++j) attention_axpy(at.d, ds[j], &in(at.first + j, at.k), dq);
       });
 }
 
 /// dK_j = sum_i dS_ij Q_i and dV_j = sum_i P_ij dO_i for every (window,
 /// head, key row), the queries i in order. Asynchronous; after
-/// attention_backward_queries on the same space (it reads delta).
+/// attention_backward_queries on the same space (it reads dS).
 template <class Space, class In, class Din, class Scalar>
-void attention_backward_keys(const Space& space, const AttentionShape& a, Scalar scale,
-                             const In& in, const In& dout, const Din& din, const Scalar* p) {
-  const Scalar* delta = p + a.probabilities();
+void attention_backward_keys(const Space& space, const AttentionShape& a, const In& in,
+                             const In& dout, const Din& din, const Scalar* work) {
+  const AttentionLayout l = attention_layout(a);
   attention_for_each(
       space, "gradsum::layer::attention::backward_keys_values", a,
       KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
         const int j = at.position;
         const std::int64_t base = item - j;  // the (window, head)'s first item
-        const Scalar* value = &in(at.row, at.v);
         Scalar *dk = &din(at.row, at.k), *dv = &din(at.row, at.v);
         for (int c = 0; c < at.d; ++c) dk[c] = dv[c] = 0;
         for (int i = a.first_query_for(j); i < a.length; ++i) {
-          const Scalar pij = attention_row(p, a, base + i)[j];
-          const Scalar* grad = &dout(at.first + i, at.q);
-          const Scalar dp = attention_dot(at.d, grad, value);
-          attention_axpy(at.d, pij * (dp - delta[base + i]) * scale, &in(at.first + i, at.q), dk);
-          attention_axpy(at.d, pij, grad, dv);
+          const std::int64_t row = (base + i) * a.length + j;
+          attention_axpy(at.d, work[l.scores + std::size_t(row)], &in(at.first + i, at.q), dk);
+          attention_axpy(at.d, work[row], &dout(at.first + i, at.q), dv);
         }
       });
 }
@@ -188,9 +239,11 @@ void attention_backward_keys(const Space& space, const AttentionShape& a, Scalar
 /// heads concatenated). No parameters. Scores are scaled by 1/sqrt(C/H);
 /// with `causal`, a query sees the keys of its own window at positions up
 /// to its own, otherwise its whole window. The softmax subtracts each
-/// row's maximum. The workspace keeps the probabilities, sequences x H x
-/// T x T scalars (it grows with the square of the window length), and
-/// sequences x H x T more for backward.
+/// row's maximum. The workspace keeps the probabilities P and dS,
+/// sequences x H x T x T scalars each (they grow with the square of the
+/// window length), the keys and values transposed (sequences x T x 2C)
+/// and sequences x H x T more for backward: sequences x T x (2 H T + 2C +
+/// H) scalars in all.
 class SelfAttention {
  public:
   /// C = `width`, H = `heads`; throws gradsum::Error unless both are
@@ -212,10 +265,10 @@ class SelfAttention {
   int num_parameters() const { return 0; }
   int input_width() const { return 3 * width_; }
   int output_width() const { return width_; }
-  /// sequences x H x T x (T + 1) scalars.
+  /// sequences x T x (2 H T + 2 C + H) scalars (the class comment).
   std::size_t workspace_size(Tokens t) const {
     if (t.sequences < 1 || t.length < 1) return 0;
-    return shape(t).probabilities() + std::size_t(shape(t).items());
+    return detail::attention_layout(shape(t)).total;
   }
   /// "self_attention(C,H,causal)" or "self_attention(C,H,full)".
   std::string describe() const {
@@ -245,8 +298,7 @@ class SelfAttention {
     check(t, din.extent(0), din.extent(1), out.extent(0), out.extent(1), "backward");
     const auto a = shape(t);
     detail::attention_backward_queries(space, a, scale<Scalar>(), in, out, dout, din, work);
-    detail::attention_backward_keys(space, a, scale<Scalar>(), in, dout, din,
-                                    static_cast<const Scalar*>(work));
+    detail::attention_backward_keys(space, a, in, dout, din, static_cast<const Scalar*>(work));
   }
 
  private:

@@ -51,6 +51,11 @@ struct FirstNonFiniteSample : PerSample<Model, Loss, Scalar, X, Y, Rows> {
 template <class Scalar, class Space, class Model, class Loss, class Theta, class Data, class Rows>
 std::string describe_nonfinite(const Space& space, const Model& model, const Loss& loss,
                                const Theta& theta, const Data& data, const Rows& rows) {
+  if constexpr (is_network<Model>::value) {
+    (void)space, (void)loss, (void)theta, (void)data, (void)rows;
+    return "gradsum::Step::evaluate: the loss or its gradient is not finite (a network of "
+           "layers: no single sample is named)";
+  } else {
   if (!per_sample_limits(model).empty())  // no sample can be looked at on its own
     return "gradsum::Step::evaluate: the loss or its gradient is not finite (a network beyond "
            "the per-sample limits: no single sample is named)";
@@ -68,6 +73,7 @@ std::string describe_nonfinite(const Space& space, const Model& model, const Los
   return concat("gradsum::Step::evaluate: the loss or its gradient is not finite for sample ",
                 first, " of the selected rows (its features and target are finite: the "
                 "parameters or the model's outputs overflow)");
+  }
 }
 template <class Scalar, class Space, class Model, class Loss, class Theta, class Data, class Rows>
 std::string describe_nonfinite(const Space& space, const Model& model, const Loss& loss,

@@ -5,9 +5,33 @@
 /// How a step's aggregated sums become the gradient of the objective J.
 
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/model_members.hpp>
+
+#include <type_traits>
 
 namespace gradsum {
 namespace detail {
+
+/// A Network's is_regularized as kernels see it: every parameter (its
+/// layers, and their tuples, never go to a device).
+struct EveryParameterRegularized {
+  KOKKOS_FUNCTION bool is_regularized(int /*j*/) const { return true; }
+};
+
+/// What a kernel needs of `model` to call is_regularized(j): the model, or
+/// for a Network EveryParameterRegularized.
+template <class Model>
+using regularization_t =
+    std::conditional_t<is_network<Model>::value, EveryParameterRegularized, Model>;
+template <class Model>
+regularization_t<Model> regularization_of(const Model& model) {
+  if constexpr (is_network<Model>::value) {
+    (void)model;
+    return {};
+  } else {
+    return model;
+  }
+}
 
 /// g(j) = scale * sum(j) + l2 * theta(j) on regularised j; accumulates
 /// ||g||^2 and ||W||^2.

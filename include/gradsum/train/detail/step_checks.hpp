@@ -42,6 +42,16 @@ void validate_step_policies(const Model& model, const Loss& loss, const Optimize
   if (!loss.supports_outputs(k))
     fail("gradsum::Step: loss ", loss.name(), " cannot take a model with ", k,
          " output(s) (model ", model.name(), ")");
+  if (is_network<Model>::value && path != GradientPath::network)
+    fail("gradsum::Step: a Network (a composition of layers) sums on the network path, which "
+         "takes a plain reduction (Sum) only: the reduction here needs each sample's "
+         "contribution, which a network of layers does not compute on its own");
+  if (is_network<Model>::value) {
+    objective.validate();
+    gradient.validate();
+    optimizer.validate();
+    return;
+  }
   if (path != GradientPath::layerwise && !per_sample_limits(model).empty())
     fail("gradsum::Step: this step would take the per-sample path, and ",
          per_sample_limits(model), "; the layer-wise path has no such limits: train it with "
@@ -160,10 +170,17 @@ struct FirstInvalidRow {
   X x;
   Y y;
   int num_outputs;
+  /// Above 0: every feature is a token id, a whole number in [0, this).
+  int token_ids = 0;
 
   KOKKOS_FUNCTION void operator()(std::int64_t r, std::int64_t& first) const {
+    using Scalar = typename X::non_const_value_type;
     bool ok = loss.is_valid_target(y(r), num_outputs);
     for (std::size_t j = 0; j < x.extent(1); ++j) ok = ok && math::isfinite(x(r, j));
+    for (std::size_t j = 0; token_ids > 0 && j < x.extent(1); ++j) {
+      const Scalar v = x(r, j);
+      ok = ok && v >= Scalar(0) && v < Scalar(token_ids) && Scalar(std::int64_t(v)) == v;
+    }
     if (!ok && r < first) first = r;
   }
 };
@@ -257,6 +274,17 @@ std::string describe_row(const Data& data, std::int64_t row) {
   return concat(": target is ", double(y(0)));
 }
 
+/// The vocabulary whose ids every feature must be (a Network over windows
+/// of text), or 0.
+template <class Model>
+int token_ids(const Model& model) {
+  if constexpr (is_network<Model>::value) return model.windows() ? model.vocabulary() : 0;
+  else {
+    (void)model;
+    return 0;
+  }
+}
+
 /// Checks targets and features once per data set (identified by its
 /// Views): the first row the loss rejects, or with a non-finite feature.
 class DataCheck {
@@ -273,8 +301,13 @@ class DataCheck {
     Kokkos::parallel_reduce(
         "gradsum::step::check_data",
         Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, n),
-        Functor{loss, data.features(), data.targets(), model.num_outputs()},
+        Functor{loss, data.features(), data.targets(), model.num_outputs(), token_ids(model)},
         Kokkos::Min<std::int64_t>(first));
+    if (first < n && token_ids(model) > 0)
+      return concat("gradsum::Step::evaluate: window ", first, " of the data holds a value that "
+                    "is not a token id of the vocabulary of ", token_ids(model),
+                    " (a whole number from 0 to ", token_ids(model) - 1, ")",
+                    describe_row(data, first));
     if (first < n)
       return concat("gradsum::Step::evaluate: row ", first, " of the data has a target the loss ",
                     loss.name(), " rejects for ", model.num_outputs(),

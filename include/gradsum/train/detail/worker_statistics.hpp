@@ -9,6 +9,7 @@
 
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/reduction/sum.hpp>
+#include <gradsum/train/detail/objective_gradient.hpp>
 #include <gradsum/train/detail/step_message.hpp>
 #include <gradsum/train/objective.hpp>
 
@@ -126,7 +127,8 @@ class WorkerStatistics {
       Kokkos::parallel_reduce(
           "gradsum::step::worker_statistics",
           Kokkos::RangePolicy<Space>(space, 0, model.num_parameters()),
-          ArraySumFunctor<double, NoiseNorms<Model, Sums, Theta>>{2, {model, sums, theta, B, l2}},
+          ArraySumFunctor<double, NoiseNorms<regularization_t<Model>, Sums, Theta>>{
+              2, {regularization_of(model), sums, theta, B, l2}},
           Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(norms,
                                                                                            2));
     }
