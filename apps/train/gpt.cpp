@@ -17,21 +17,14 @@
 namespace gradsum_train {
 namespace {
 
-// The share of rank `rank` of `ranks` in `all`: its contiguous part.
-std::vector<std::int64_t> share(const std::vector<std::int64_t>& all, int rank, int ranks) {
-  const auto n = std::int64_t(all.size());
-  return std::vector<std::int64_t>(all.begin() + n * rank / ranks,
-                                   all.begin() + n * (rank + 1) / ranks);
-}
-
 // The objective over every window of `windows` at stride context, the
-// windows shared among the ranks. Collective.
+// windows split among the ranks as a mini-batch is. Collective.
 template <class Step, class Theta, class Windows, class Data, class Index>
 double text_loss(Step& step, const Theta& theta, const Windows& windows, const Data& data,
                  const Index& index) {
   const auto& a = step.aggregation();
-  const auto mine = share(windows.full_batch_offsets(0, windows.num_windows()), a.rank(), a.size());
-  return step.evaluate(theta, data, windows.select(mine, index)).loss;
+  const auto all = windows.select(windows.full_batch_offsets(0, windows.num_windows()), index);
+  return step.evaluate(theta, data, gradsum::partition(all, a.size(), a.rank())).loss;
 }
 
 // GPT-2's start (gradsum::gpt_initial_parameters), the same on every rank.
@@ -98,8 +91,8 @@ int train_gpt_as(const Context& context, const TextInputs& text, const Aggregati
   Kokkos::View<std::int64_t*, Memory> index("gradsum_train::windows", std::size_t(batch));
   gradsum::StepResult result;
   for (std::int64_t s = 0; s < steps; ++s) {
-    const auto mine = share(train.draw_offsets(o.seed, s, batch), rank, ranks);
-    result = step(theta, data, train.select(mine, index));
+    const auto drawn = train.select(train.draw_offsets(o.seed, s, batch), index);
+    result = step(theta, data, gradsum::partition(drawn, ranks, rank));
     if ((s + 1) % per_epoch == 0 || s + 1 == steps)
       context.say("epoch %lld/%d step %lld loss=%.6g grad_norm=%.6g\n",
                   static_cast<long long>((s + per_epoch) / per_epoch), o.epochs,
