@@ -210,6 +210,25 @@ TEST_CASE_TEMPLATE_DEFINE("a layer-wise step allocates nothing after constructio
 }
 TEST_CASE_TEMPLATE_APPLY(no_allocations_layerwise, Spaces);
 
+TEST_CASE_TEMPLATE_DEFINE("a GPT step allocates nothing after construction", Space,
+                          no_allocations_network) {
+  // The network path's panels, attention's buffers included, live in the
+  // workspace the step allocated when it was built; the batches of the
+  // sampler take several panels of two windows each.
+  using Memory = typename Space::memory_space;
+  const std::string text = "And God said, Let there be light: and there was light.";
+  const auto vocabulary = gradsum::CharVocabulary::of_text(text, "text");
+  const gradsum::TextWindows<Memory> windows(vocabulary.encode(text, "text"), 6, "text");
+  const auto data = windows.template dataset<float>();
+  gradsum::Gpt gpt({vocabulary.size(), 6, 2, 2, 8});
+  gpt.panel_tokens = 12;
+  gradsum::MiniBatchSampler<Memory> sampler(data.num_samples(), 5, 3);
+  check_allocations(gradsum::make_step<float>(Space(), gpt, gradsum::SoftmaxCrossEntropy{},
+                                              gradsum::AdamW{}, gradsum::Objective{0.01}),
+                    data, sampler);
+}
+TEST_CASE_TEMPLATE_APPLY(no_allocations_network, Spaces);
+
 TEST_CASE_TEMPLATE_DEFINE("a wide step allocates nothing after its first on the chunked path", Space,
                           no_allocations_chunked) {
   // The path a GPU takes for accumulators wider than 1 KiB, forced here on

@@ -178,6 +178,43 @@ TEST_CASE("checkpoint: a version 1 file still loads, and class names round-trip"
   CHECK(decode_message(resealed(many)).find("while reading a class name") != std::string::npos);
 }
 
+TEST_CASE("checkpoint: a vocabulary makes version 3 and round-trips, any byte in it") {
+  gradsum::CheckpointData text = gradsum::decode_checkpoint("old.ckpt", version1_checkpoint);
+  text.num_outputs = 4;
+  text.vocabulary = std::string("\n a\xff", 4);  // a newline and a byte that is not text
+  const std::string bytes = gradsum::encode_checkpoint(text);
+  std::uint32_t version = 0;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  CHECK(version == 3);
+  // Version 1's record, a class-name count of 0, then the vocabulary's
+  // length and its 4 bytes.
+  CHECK(bytes.size() == version1_checkpoint.size() + 4 + 4 + 4);
+  const gradsum::CheckpointData back = gradsum::decode_checkpoint("text.ckpt", bytes);
+  CHECK(back.vocabulary == text.vocabulary);
+  CHECK(back.class_names.empty());
+  CHECK(back.parameters() == text.parameters());
+
+  // Out of order, or another size than the outputs: refused on reading,
+  // and a writer never writes it.
+  const std::size_t vocabulary_at = bytes.size() - 4 - 4;
+  std::string unsorted = bytes;
+  std::swap(unsorted[vocabulary_at], unsorted[vocabulary_at + 1]);
+  CHECK(decode_message(resealed(unsorted)) ==
+        "gradsum::load_checkpoint: 'names.ckpt': the vocabulary: characters 0 and 1 (' ', "
+        "'\\x0a') are not in increasing order; a vocabulary is its distinct bytes, sorted; the "
+        "file is corrupted");
+  gradsum::CheckpointData wider = text;
+  wider.num_outputs = 5;
+  CHECK(decode_message(gradsum::encode_checkpoint(wider)) ==
+        "gradsum::load_checkpoint: 'names.ckpt' holds a vocabulary of 4 characters for a model "
+        "of 5 outputs; the file is corrupted");
+  gradsum::CheckpointData twice = text;
+  twice.vocabulary = "aa";
+  CHECK_THROWS_WITH_AS(gradsum::encode_checkpoint(twice),
+                       doctest::Contains("the vocabulary: characters 0 and 1 ('a', 'a')"),
+                       gradsum::Error);
+}
+
 TEST_CASE("a checkpoint's scaler names the checkpoint when the data's width differs") {
   // version1_checkpoint holds a scaler of one feature (mean 1.5, scale 2).
   const gradsum::CheckpointData old = gradsum::decode_checkpoint("old.ckpt", version1_checkpoint);
@@ -289,13 +326,13 @@ TEST_CASE_TEMPLATE_DEFINE("damaged or mismatched checkpoints are rejected, namin
   }
   SUBCASE("another format version") {
     std::string other = good;
-    other[8] = 3;  // version 3, checksum recomputed so only the version differs
+    other[8] = 4;  // version 4, checksum recomputed so only the version differs
     const std::uint32_t crc = gradsum::detail::crc32(
         reinterpret_cast<const unsigned char*>(other.data()), other.size() - 4);
     std::memcpy(&other[other.size() - 4], &crc, 4);
     write_bytes(bad, other);
     CHECK(message_of_load(bad) == "gradsum::load_checkpoint: '" + bad +
-                                      "' has format version 3; this gradsum reads versions 1 to 2");
+                                      "' has format version 4; this gradsum reads versions 1 to 3");
   }
   SUBCASE("a model of another width") {
     auto wider = gradsum::make_step<double>(Space(), Linear(4), SquaredError{}, gradsum::Adam{});

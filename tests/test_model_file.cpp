@@ -75,7 +75,8 @@ void check_round_trip(const Model& model, const std::string& name) {
   const std::vector<double> values = random_vector(std::size_t(model.num_parameters()), 11, 1.0);
   Kokkos::View<Scalar*, Kokkos::HostSpace> theta("theta", values.size());
   for (std::size_t j = 0; j < values.size(); ++j) theta(j) = Scalar(values[j]);
-  const gradsum::ModelNotes notes{"squared_error", {}, {}};
+  gradsum::ModelNotes notes;
+  notes.loss = "squared_error";
   gradsum::save_model(path, model, theta, notes);
   const auto loaded = gradsum::load_model<Model, Scalar, Kokkos::HostSpace>(path);
   CHECK(loaded.notes.loss == "squared_error");

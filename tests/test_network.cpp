@@ -4,14 +4,21 @@
 // position, at odd contexts and several heads; the sums of two halves of a
 // batch are the sums of the whole (the partition identity, token by
 // token); the count is windows x context; an MLP written as dense layers
-// gives the MLP's own gradient; and what a Network cannot do, or data it
-// cannot read, is a clear error.
+// gives the MLP's own gradient; check_model passes the GPT and catches a
+// planted wrong factor and a backward that assigns; a GPT is named by its
+// shape in files, its tensors and vocabulary round-trip through
+// safetensors, and a run resumed from its checkpoint continues bit for
+// bit; and what a Network cannot do, or data it cannot read, is a clear
+// error.
 
+#include "file_helpers.hpp"
 #include "test_helpers.hpp"
 
 #include <gradsum/gradsum.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -112,6 +119,11 @@ TEST_CASE_TEMPLATE_DEFINE("network: the sums of two halves of a batch are the su
   const auto whole = step.evaluate(theta, data, all);
   CHECK(whole.count == n * context);
   const auto total = host_vector(step.sums(), std::size_t(P) + 1);
+  // The loss alone, without the backward passes: the same bits.
+  const auto alone = panelled.evaluate_loss(theta, data, all);
+  CHECK(alone.loss == panelled.evaluate(theta, data, all).loss);
+  CHECK(std::isnan(alone.gradient_norm));
+  CHECK(alone.count == n * context);
   const auto in_panels = panelled.evaluate(theta, data, all);
   CHECK(in_panels.count == n * context);
   CHECK(relative_distance(host_vector(panelled.sums(), std::size_t(P) + 1), total) < 1e-12);
@@ -156,9 +168,49 @@ void compare_with_mlp(const gradsum::MLP& mlp, const Body& body, const Loss& los
   CHECK(b.loss == doctest::Approx(a.loss).epsilon(1e-12));
   const auto expected = to_dense_order(mlp, host_vector(by_mlp.gradient(), std::size_t(P)));
   CHECK(relative_distance(host_vector(by_layers.gradient(), std::size_t(P)), expected) < 1e-12);
+
+  // predict, in panels of 32 rows: the MLP's outputs and classes.
+  gradsum::Network<Body> panelled = network;
+  panelled.panel_tokens = 32;
+  const int k = mlp.num_outputs();
+  using Memory = typename Space::memory_space;
+  Kokkos::View<double**, Kokkos::LayoutRight, Memory> z_mlp("z_mlp", problem.n, k),
+      z_net("z_net", problem.n, k);
+  gradsum::predict(Space(), mlp, device_vector<Space>(start), data.features(), z_mlp);
+  const auto mapped = device_vector<Space>(to_dense_order(mlp, start));
+  gradsum::predict(Space(), panelled, mapped, data.features(), z_net);
+  const auto hm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), z_mlp);
+  const auto hn = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), z_net);
+  CHECK(relative_distance(std::vector<double>(hn.data(), hn.data() + hn.size()),
+                          std::vector<double>(hm.data(), hm.data() + hm.size())) < 1e-12);
+  Kokkos::View<int*, Memory> c_mlp("c_mlp", problem.n), c_net("c_net", problem.n);
+  gradsum::predict_classes(Space(), mlp, loss, device_vector<Space>(start), data.features(),
+                           c_mlp);
+  gradsum::predict_classes(Space(), panelled, loss, mapped, data.features(), c_net);
+  const auto cm = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), c_mlp);
+  const auto cn = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), c_net);
+  int differ = 0;
+  for (std::int64_t i = 0; i < problem.n; ++i) differ += cm(i) != cn(i);
+  CHECK(differ == 0);
+
+  // fit(): three epochs of mini-batches land where the MLP's land.
+  auto fit_mlp = gradsum::make_step<double>(Space(), mlp, loss, gradsum::SGD{0.1});
+  auto fit_net = gradsum::make_step<double>(Space(), network, loss, gradsum::SGD{0.1});
+  const auto theta_mlp = device_vector<Space>(start);
+  const auto theta_net = device_vector<Space>(to_dense_order(mlp, start));
+  gradsum::FitOptions options;
+  options.epochs = 3;
+  options.batch = 50;
+  options.seed = 4;
+  const auto fitted_mlp = gradsum::fit(fit_mlp, theta_mlp, data, options);
+  const auto fitted_net = gradsum::fit(fit_net, theta_net, data, options);
+  CHECK(fitted_net.position.step == fitted_mlp.position.step);
+  CHECK(relative_distance(host_vector(theta_net, std::size_t(P)),
+                          to_dense_order(mlp, host_vector(theta_mlp, std::size_t(P)))) < 1e-10);
 }
 
-TEST_CASE_TEMPLATE_DEFINE("network: an MLP written as dense layers gives the MLP's gradient",
+TEST_CASE_TEMPLATE_DEFINE("network: an MLP written as dense layers gives the MLP's gradient, "
+                          "predictions and fit()",
                           Space, mlp_as_layers) {
   using gradsum::Activation;
   using gradsum::Dense;
@@ -209,6 +261,10 @@ TEST_CASE("network: shapes that do not fit, reductions without the network path 
   CHECK_THROWS_WITH_AS(step.evaluate(theta, data, gradsum::RowRange{0, 2}),
                        doctest::Contains("not a token id of the vocabulary of 5"),
                        gradsum::Error);
+  Kokkos::View<double**, Kokkos::LayoutRight, Memory> z("z", 5, 5);
+  Kokkos::View<double**, Kokkos::LayoutRight, Memory> rows("rows", 5, 5);
+  CHECK_THROWS_WITH_AS(gradsum::predict(Space(), gpt, theta, rows, z),
+                       doctest::Contains("outputs at every position"), gradsum::Error);
 }
 
 TEST_CASE("network: the GPT's named tensors cover its parameters in order, with PyTorch's "
@@ -284,5 +340,240 @@ TEST_CASE("network: generate extends the prompt, the same text for the same seed
   CHECK_THROWS_WITH_AS(gradsum::generate(Space(), gpt, theta, prompt, 3, -1.0, 1),
                        doctest::Contains("temperature -1"), gradsum::Error);
 }
+
+TEST_CASE("network: a GPT is named by its shape in files and rebuilt from that name") {
+  const gradsum::GptShape shape{5, 4, 2, 2, 8};
+  const gradsum::Gpt gpt(shape);
+  CHECK(gradsum::detail::model_description(gpt) ==
+        "gpt:vocabulary=5,context=4,layers=2,heads=2,width=8");
+  const auto back = gradsum::Gpt::from_description(gpt.describe());
+  CHECK(back.describe() == gpt.describe());
+  CHECK(back.num_parameters() == gpt.num_parameters());
+  CHECK(back.architecture() == gpt.architecture());
+  const char* const bad[][2] = {
+      {"vocabulary=5,context=4,layers=2,heads=2", "ends after heads="},
+      {"vocabulary=5,context=4,layers=2,heads=2,width=8,", "holds more after width"},
+      {"vocabulary=5,context=0,layers=2,heads=2,width=8", "has no positive context"},
+      {"vocabulary=5,layers=2,context=4,heads=2,width=8", "lacks context= in its place"},
+      {"vocabulary=5,context=4,layers=2,heads=3,width=8", "not divisible by heads 3"},
+      {"vocabulary=99999999999,context=4,layers=2,heads=2,width=8", "has no positive vocabulary"}};
+  for (const auto& [description, message] : bad) {
+    INFO(description);
+    CHECK_THROWS_WITH_AS(gradsum::Gpt::from_description(description),
+                         doctest::Contains(message), gradsum::Error);
+  }
+}
+
+TEST_CASE("network: a GPT's parameters and vocabulary round-trip through safetensors under "
+          "PyTorch's names, and files that do not fit are refused naming the tensor") {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  const gradsum::GptShape shape{4, 3, 1, 2, 4};
+  const gradsum::Gpt gpt(shape);
+  const std::size_t P = std::size_t(gpt.num_parameters());
+  const auto values = random_vector(P, 21, 1.0);
+  const auto theta = device_vector<Space>(values);
+  gradsum::ModelNotes notes;
+  notes.vocabulary = std::string("\n a\xff", 4);
+  const std::string path = temp_path("gpt.safetensors");
+  gradsum::save_model(path, gpt, theta, notes);
+
+  const auto loaded = gradsum::load_model<gradsum::Gpt, double, Kokkos::HostSpace>(path);
+  CHECK(loaded.model.describe() == gpt.describe());
+  CHECK(loaded.notes.vocabulary == notes.vocabulary);
+  CHECK(same_bits(std::vector<double>(loaded.theta.data(), loaded.theta.data() + P), values));
+  // The file's tensors are the ones PyTorch's state_dict names, each
+  // element where the flat vector keeps it (row-major, [out, in]).
+  const gradsum::Safetensors file = gradsum::read_safetensors(path);
+  const auto tensors = gradsum::gpt_parameter_tensors(shape);
+  REQUIRE(file.tensors.size() == tensors.size());
+  for (const auto& t : tensors) {
+    const gradsum::SafetensorsTensor* stored = file.find(t.name);
+    REQUIRE(stored != nullptr);
+    CHECK(stored->dtype == "F64");
+    for (std::int64_t j = 0; j < t.size(); ++j)
+      CHECK(file.value(*stored, std::size_t(j)) == values[std::size_t(t.offset + j)]);
+  }
+  // The whole blocks.0.qkv.weight is 3C x C, queries in its first C rows.
+  CHECK(file.find("blocks.0.qkv.weight")->shape == std::vector<std::uint64_t>{12, 4});
+
+  // Another width: the file names its own model; loaded into this one's
+  // shape with the tensors alone, the first tensor of another shape fails.
+  const gradsum::Gpt wider({4, 3, 1, 2, 8});
+  Kokkos::View<double*, Kokkos::HostSpace> other("other", std::size_t(wider.num_parameters()));
+  CHECK_THROWS_WITH_AS(gradsum::load_model(path, wider, other),
+                       doctest::Contains("holds model 'gpt:vocabulary=4,context=3,layers=1,"
+                                         "heads=2,width=4', expected 'gpt:vocabulary=4,"
+                                         "context=3,layers=1,heads=2,width=8'"),
+                       gradsum::Error);
+  gradsum::Safetensors bare;  // as PyTorch writes it: no metadata
+  for (const auto& t : gradsum::gpt_parameter_tensors(shape)) {
+    std::vector<double> v(std::size_t(t.size()), 0.5);
+    const std::string name = t.name == "blocks.0.fc.bias" ? "blocks.0.fc.b" : t.name;
+    bare.append(name, std::vector<std::uint64_t>(t.shape.begin(), t.shape.end()), v, 4);
+  }
+  write_bytes(path, gradsum::encode_safetensors(bare));
+  Kokkos::View<double*, Kokkos::HostSpace> same("same", P);
+  CHECK_THROWS_WITH_AS(gradsum::load_model(path, gpt, same),
+                       doctest::Contains("tensor 'blocks.0.fc.bias' (shape [16]) is missing"),
+                       gradsum::Error);
+  CHECK_THROWS_WITH_AS(gradsum::load_model(path, wider, other),
+                       doctest::Contains("tensor 'wte.weight' has shape [4, 4], expected [4, 8]"),
+                       gradsum::Error);
+  // A vocabulary that is no vocabulary.
+  notes.vocabulary = "ba";
+  CHECK_THROWS_WITH_AS(gradsum::save_model(path, gpt, theta, notes),
+                       doctest::Contains("the vocabulary: characters 0 and 1 ('b', 'a')"),
+                       gradsum::Error);
+  notes.vocabulary = "abc";
+  CHECK_THROWS_WITH_AS(gradsum::save_model(path, gpt, theta, notes),
+                       doctest::Contains("a vocabulary of 3 characters for a model of 4 outputs"),
+                       gradsum::Error);
+  std::remove(path.c_str());
+}
+
+TEST_CASE_TEMPLATE_DEFINE("network: a GPT run resumed from its checkpoint continues bit for bit",
+                          Space, gpt_resume) {
+  using Memory = typename Space::memory_space;
+  const auto vocabulary = gradsum::CharVocabulary::of_text(text, "text");
+  const gradsum::GptShape shape{vocabulary.size(), 6, 1, 2, 8};
+  const gradsum::Gpt gpt(shape);
+  const gradsum::TextWindows<Memory> windows(vocabulary.encode(text, "text"), 6, "text");
+  const auto data = windows.template dataset<float>();
+  auto make = [&] {
+    return gradsum::make_step<float>(
+        Space(), gpt, gradsum::SoftmaxCrossEntropy{},
+        gradsum::Scheduled<gradsum::AdamW>(gradsum::AdamW{0.01},
+                                           gradsum::Schedule::cosine(8).with_warmup(2)));
+  };
+  Kokkos::View<std::int64_t*, Memory> index("index", 4);
+  auto run = [&](auto& step, const auto& theta, std::int64_t from, std::int64_t to) {
+    for (std::int64_t s = from; s < to; ++s)
+      step(theta, data, windows.select(windows.draw_offsets(9, s, 4), index));
+  };
+  auto start = [&] {
+    const auto values = gradsum::gpt_initial_parameters(shape, 2);
+    Kokkos::View<float*, Memory> theta("theta", values.size());
+    auto h = Kokkos::create_mirror_view(theta);
+    for (std::size_t j = 0; j < values.size(); ++j) h(j) = float(values[j]);
+    Kokkos::deep_copy(theta, h);
+    return theta;
+  };
+  auto straight = make();
+  const auto a = start();
+  run(straight, a, 0, 8);
+
+  const std::string path = temp_path("gpt.ckpt");
+  auto first = make();
+  const auto b = start();
+  run(first, b, 0, 3);
+  gradsum::save_checkpoint(path, first, b, {3, 0, 3, 9}, {}, {}, {},
+                           vocabulary.characters());
+  auto resumed = make();
+  const auto c = start();
+  gradsum::CheckpointData saved;
+  const auto position = gradsum::load_checkpoint(path, resumed, c, &saved);
+  CHECK(position.step == 3);
+  CHECK(saved.vocabulary == vocabulary.characters());
+  CHECK(saved.model == "gpt:" + gpt.describe());
+  run(resumed, c, position.step, 8);
+  const auto x = host_vector(a, std::size_t(gpt.num_parameters()));
+  const auto y = host_vector(c, std::size_t(gpt.num_parameters()));
+  CHECK(same_bits(x, y));
+  std::remove(path.c_str());
+}
+TEST_CASE_TEMPLATE_APPLY(gpt_resume, Spaces);
+
+// out = w ∘ in, column by column, with one planted defect on request: a
+// wrong factor in the gradient of its input, or a backward that assigns
+// its parameters' gradient instead of adding it.
+struct Planted {
+  enum Defect { none, factor, assigns };
+  int width = 1;
+  Defect defect = none;
+  int num_parameters() const { return width; }
+  int input_width() const { return width; }
+  int output_width() const { return width; }
+  std::size_t workspace_size(gradsum::Tokens) const { return 0; }
+  std::string describe() const { return "planted(" + std::to_string(width) + ")"; }
+  template <class Space, class Scalar, class Memory>
+  void forward(const Space& space, const Scalar* w, gradsum::Tokens t,
+               gradsum::LayerInput<Scalar, Memory> in, gradsum::LayerOutput<Scalar, Memory> out,
+               Scalar*) const {
+    const int n = width;
+    Kokkos::parallel_for("test::planted::forward",
+                         Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, t.rows()),
+                         KOKKOS_LAMBDA(std::int64_t r) {
+                           for (int j = 0; j < n; ++j) out(r, j) = w[j] * in(r, j);
+                         });
+  }
+  template <class Space, class Scalar, class Memory>
+  void backward(const Space& space, const Scalar* w, gradsum::Tokens t,
+                gradsum::LayerInput<Scalar, Memory> in, gradsum::LayerInput<Scalar, Memory>,
+                gradsum::LayerInput<Scalar, Memory> dout, Scalar* g,
+                gradsum::LayerOutput<Scalar, Memory> din, Scalar*) const {
+    const int n = width;
+    const std::int64_t rows = t.rows();
+    const bool add = defect != assigns;
+    const Scalar scale = defect == factor ? Scalar(1.001) : Scalar(1);
+    Kokkos::parallel_for("test::planted::weights", Kokkos::RangePolicy<Space>(space, 0, n),
+                         KOKKOS_LAMBDA(int j) {
+                           Scalar s = 0;
+                           for (std::int64_t r = 0; r < rows; ++r) s += dout(r, j) * in(r, j);
+                           g[j] = add ? g[j] + s : s;
+                         });
+    if (din.data() == nullptr) return;
+    Kokkos::parallel_for("test::planted::input",
+                         Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, rows),
+                         KOKKOS_LAMBDA(std::int64_t r) {
+                           for (int j = 0; j < n; ++j) din(r, j) = scale * w[j] * dout(r, j);
+                         });
+  }
+};
+
+TEST_CASE_TEMPLATE_DEFINE("network: check_model passes the GPT and catches a planted wrong "
+                          "factor and a backward that assigns",
+                          Space, network_check_model) {
+  using Memory = typename Space::memory_space;
+  const auto vocabulary = gradsum::CharVocabulary::of_text(text, "text");
+  const gradsum::Gpt gpt({vocabulary.size(), 5, 2, 2, 8});
+  const gradsum::TextWindows<Memory> windows(vocabulary.encode(text, "text"), 5, "text");
+  const auto data = windows.template dataset<double>();
+  gradsum::CheckModelOptions options;
+  options.points = 2;
+  options.sampled = 300;  // of the GPT's 2,600-odd parameters
+  const auto report = gradsum::check_model(Space(), gpt, gradsum::SoftmaxCrossEntropy{}, data,
+                                           options);
+  INFO(report.summary());
+  CHECK(report.passed);
+  CHECK(report.samples == 4);
+  CHECK(report.coordinates.size() == 300);
+  // Generated windows of ids in [0, V) serve as well.
+  CHECK(gradsum::check_model(Space(), gpt, gradsum::SoftmaxCrossEntropy{}).passed);
+
+  using Body = gradsum::Sequential<gradsum::TokenEmbedding, Planted, gradsum::Dense>;
+  const int V = vocabulary.size(), C = 6;
+  auto network = [&](Planted::Defect defect) {
+    return gradsum::Network<Body>(
+        Body(gradsum::TokenEmbedding{V, C}, Planted{C, defect}, gradsum::Dense(C, V)), 5, V,
+        gradsum::NetworkOutput::body);
+  };
+  const auto right = gradsum::check_model(Space(), network(Planted::none),
+                                          gradsum::SoftmaxCrossEntropy{}, data, options);
+  INFO(right.summary());
+  CHECK(right.passed);
+  const auto wrong = gradsum::check_model(Space(), network(Planted::factor),
+                                          gradsum::SoftmaxCrossEntropy{}, data, options);
+  CHECK_FALSE(wrong.passed);
+  CHECK(wrong.accumulates);
+  // The factor reaches the embedding's gradient, the first V x C parameters.
+  REQUIRE(!wrong.worst.empty());
+  CHECK(wrong.worst.front().index < V * C);
+  const auto assigns = gradsum::check_model(Space(), network(Planted::assigns),
+                                            gradsum::SoftmaxCrossEntropy{}, data, options);
+  CHECK_FALSE(assigns.passed);
+  CHECK_FALSE(assigns.accumulates);
+  CHECK(assigns.diagnosis.find("a layer's backward does not add into g") != std::string::npos);
+}
+TEST_CASE_TEMPLATE_APPLY(network_check_model, Spaces);
 
 }  // namespace network_test

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // gradsum-predict: applies a model saved by gradsum-train (--checkpoint,
 // --save-model) or gradsum::save_model to new data, with the feature
-// scaling saved alongside it.
+// scaling saved alongside it; or, with --generate, writes text sampled
+// from a GPT trained on text.
 // Exit status: 0 on success, 1 on an error in the files, 2 on a bad
 // command line.
 
@@ -24,6 +25,11 @@ using gradsum_apps::Value;
 struct Options {
   std::string params, data, output = "-";
   std::int64_t max_values = gradsum::default_max_values;
+  std::int64_t generate = -1;  // --generate N: characters to sample; -1: predict rows
+  std::string prompt = "\n";
+  double temperature = 1.0;
+  std::uint64_t seed = 0;
+  std::string sampling_flag;  // the last of --prompt, --temperature, --seed given
   bool help = false;
 };
 
@@ -45,6 +51,22 @@ const std::vector<gradsum_apps::Flag<Options>> flags = {
          gradsum::fail(v.flag, ": expected a positive integer, got '", v.text, "'");
        }
      }},
+    {"--generate", "N",
+     "a GPT (gradsum-train --text): write the prompt and N\n"
+     "characters sampled after it, instead of --data",
+     [](Options& o, const Value& v) { o.generate = v.integer(0, 100000000); }},
+    {"--prompt", "TEXT", "the text to continue (default: a newline)",
+     [](Options& o, const Value& v) { o.prompt = v.text, o.sampling_flag = v.flag; }},
+    {"--temperature", "X",
+     "divides the logits before sampling (default 1); 0\n"
+     "takes the most likely character",
+     [](Options& o, const Value& v) {
+       o.temperature = v.non_negative(), o.sampling_flag = v.flag;
+     }},
+    {"--seed", "S", "seed of the draws: the same text for the same seed\n(default 0)",
+     [](Options& o, const Value& v) {
+       o.seed = std::uint64_t(v.integer(0, INT64_MAX)), o.sampling_flag = v.flag;
+     }},
     {"--kokkos-", "",
      "passed to Kokkos; threads: all of this process's cores\n"
      "unless OMP_NUM_THREADS, KOKKOS_NUM_THREADS or\n"
@@ -56,6 +78,8 @@ const std::vector<gradsum_apps::Flag<Options>> flags = {
 
 std::string usage() {
   return "usage: gradsum-predict --params FILE --data FILE [--output FILE]\n"
+         "       gradsum-predict --params FILE --generate N [--prompt TEXT] [--temperature X]\n"
+         "                       [--seed S] [--output FILE]\n"
          "\n"
          "Applies the model of a gradsum checkpoint (gradsum-train --checkpoint FILE)\n"
          "or of a safetensors model file (gradsum-train --save-model FILE,\n"
@@ -68,6 +92,10 @@ std::string usage() {
          "class names prints the names, and the target column may hold them. With\n"
          "targets, a last line on standard error gives the mean squared error or the\n"
          "accuracy.\n"
+         "\n"
+         "With --generate N, the model is a GPT trained on text (gradsum-train --text):\n"
+         "it writes the prompt and N more characters, each drawn from the model's\n"
+         "distribution of the next character given the last context characters.\n"
          "\n" +
          gradsum_apps::describe_flags(flags, 18);
 }
@@ -78,7 +106,13 @@ Options parse(int argc, char** argv) {
                             {"", "--help", true});
   if (o.help) return o;
   if (o.params.empty()) gradsum::fail("--params FILE is required (see --help)");
-  if (o.data.empty()) gradsum::fail("--data FILE is required (see --help)");
+  if (o.generate >= 0 && !o.data.empty())
+    gradsum::fail("--generate: writes text from a prompt and does not read --data; give one");
+  if (o.generate < 0 && o.data.empty())
+    gradsum::fail("--data FILE is required (or --generate N for a GPT; see --help)");
+  if (o.generate < 0 && !o.sampling_flag.empty())
+    gradsum::fail(o.sampling_flag, ": applies to --generate N");
+  if (o.prompt.empty()) gradsum::fail("--prompt: empty; give at least one character");
   if (o.output.empty()) gradsum::fail("--output: empty file name");
   return o;
 }
@@ -281,6 +315,39 @@ void predict(const Model& model, const gradsum::CheckpointData& c, const gradsum
                  double(correct) / n);
 }
 
+// The GPT of checkpoint or model file `params` (c, file), its parameters
+// and vocabulary: the prompt and `o.generate` characters sampled after it,
+// written to --output. Returns the exit status.
+int generate_text(const Options& o, const gradsum::CheckpointData& c,
+                  const gradsum::ModelFile* file) {
+  const std::string gpt_prefix = "gpt:";
+  if (c.model.compare(0, gpt_prefix.size(), gpt_prefix) != 0)
+    gradsum::fail("--generate: '", o.params, "' holds model ", c.model,
+                  ", not a GPT trained on text (gradsum-train --text --model gpt:…)");
+  const gradsum::Gpt gpt = gradsum::Gpt::from_description(c.model.substr(gpt_prefix.size()));
+  const std::string& characters = file ? file->notes.vocabulary : c.vocabulary;
+  if (characters.empty())
+    gradsum::fail("--generate: '", o.params, "' holds no vocabulary (the characters of the "
+                  "text the GPT was trained on)");
+  const auto vocabulary = gradsum::CharVocabulary::from_characters(characters);
+  if (vocabulary.size() != gpt.vocabulary() ||
+      (!file && c.num_parameters != gpt.num_parameters()))
+    gradsum::fail("'", o.params, "' declares ", c.num_parameters, " parameters and a vocabulary "
+                  "of ", vocabulary.size(), ", but ", c.model, " has ", gpt.num_parameters(),
+                  " and ", gpt.vocabulary(), " (the file is corrupted)");
+  const std::vector<double> values = file ? gradsum::model_parameters(*file, gpt) : c.parameters();
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  Kokkos::View<double*, Kokkos::HostSpace> theta("gradsum-predict::theta", values.size());
+  for (std::size_t j = 0; j < values.size(); ++j) theta(j) = values[j];
+  const auto prompt = vocabulary.encode(o.prompt, "--prompt");
+  const auto ids = gradsum::generate(Host(), gpt, theta, prompt, int(o.generate), o.temperature,
+                                     o.seed);
+  gradsum::OutputFile out(o.output, "--output");
+  out.write(vocabulary.decode(ids));
+  out.commit();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -309,6 +376,7 @@ int main(int argc, char** argv) {
     const gradsum::ModelFile* file = safetensors ? &model_file : nullptr;
     const gradsum::CheckpointData c =
         safetensors ? as_checkpoint(model_file) : gradsum::read_checkpoint(o.params);
+    if (o.generate >= 0) return generate_text(o, c, file);
     if (!safetensors) check_sizes(c, o.params);
     check_class_names(c, o.params);
     gradsum::CsvOptions csv;

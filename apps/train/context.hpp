@@ -10,6 +10,7 @@
 #include <gradsum/gradsum.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,12 @@ inline std::string wanted_space(const Options& o) {
 struct Printer {
   bool on = true;
   void operator()(const char* format, ...) const __attribute__((format(printf, 2, 3)));
+  /// Sends what was printed on now (standard output redirected to a file
+  /// or a pipe is otherwise written in blocks: a long run's progress would
+  /// show only at its end).
+  void flush() const {
+    if (on) std::fflush(stdout);
+  }
 };
 
 /// The rows to train on and, with --test-fraction and --validation, the

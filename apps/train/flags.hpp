@@ -63,7 +63,8 @@ inline const std::vector<std::string>& text_flags() {
       "--text", "--model", "--precision", "--validation", "--batch", "--epochs", "--max-steps",
       "--optimizer", "--lr", "--momentum", "--beta1", "--beta2", "--eps", "--weight-decay",
       "--schedule", "--warmup", "--clip-norm", "--l2", "--seed", "--space", "--save-params",
-      "--progress", "--help", "-h", "--kokkos-"};
+      "--save-model", "--init-params", "--print-gradient", "--checkpoint", "--checkpoint-every",
+      "--resume", "--progress", "--help", "-h", "--kokkos-"};
   return names;
 }
 
@@ -378,10 +379,6 @@ inline void check_text_flags(const Options& o, const std::vector<std::string>& g
   if (!is_first_order(o.optimizer))
     gradsum::fail("--optimizer: --model gpt trains with ", gradsum_apps::either(first_order_names()),
                   ", got '", name(o.optimizer), "'");
-  if (o.save_params.size() >= 12 &&
-      o.save_params.compare(o.save_params.size() - 12, 12, ".safetensors") == 0)
-    gradsum::fail("--save-params: a GPT's parameters are written one per line for now, not as "
-                  "safetensors");
 }
 
 // The flags that do not combine, checked once all are read.

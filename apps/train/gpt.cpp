@@ -4,7 +4,9 @@
 // in float (the default) or double. A step is a global batch of --batch
 // windows drawn at seeded offsets (TextWindows::draw_offsets, the same on
 // every rank), each rank taking its contiguous share; an epoch is as many
-// steps as the training characters hold batches of windows.
+// steps as the training characters hold batches of windows. Checkpoints
+// hold the vocabulary, and a resumed run continues the same steps bit for
+// bit (the batches of step s are a function of the seed and s alone).
 
 #include "save.hpp"
 #include "train_model.hpp"
@@ -24,7 +26,7 @@ double text_loss(Step& step, const Theta& theta, const Windows& windows, const D
                  const Index& index) {
   const auto& a = step.aggregation();
   const auto all = windows.select(windows.full_batch_offsets(0, windows.num_windows()), index);
-  return step.evaluate(theta, data, gradsum::partition(all, a.size(), a.rank())).loss;
+  return step.evaluate_loss(theta, data, gradsum::partition(all, a.size(), a.rank())).loss;
 }
 
 // GPT-2's start (gradsum::gpt_initial_parameters), the same on every rank.
@@ -52,6 +54,88 @@ void announce(const Context& context, int parameters, std::int64_t characters, i
               static_cast<long long>(batch), static_cast<long long>(per_epoch));
 }
 
+// --resume: the checkpoint's parameters and optimizer state in `theta` and
+// the step, checked against this run (its vocabulary and seed); returns
+// the position it continues from. Collective.
+template <class Step, class Theta>
+gradsum::TrainingPosition resume_from(const Context& context, const TextInputs& text, Step& step,
+                                      const Theta& theta) {
+  const Options& o = context.options;
+  gradsum::CheckpointData saved;
+  const gradsum::TrainingPosition start = gradsum::load_checkpoint(o.resume, step, theta, &saved);
+  gradsum::on_every_rank(step.aggregation(), [&] {  // each rank read its own copy
+    if (saved.vocabulary != text.vocabulary.characters())
+      gradsum::fail("--resume: '", o.resume, "' was written for a vocabulary of ",
+                    saved.vocabulary.size(), " characters, not the ", text.vocabulary.size(),
+                    " of '", o.text, "' (the tokens would be numbered differently)");
+    if (start.seed != o.seed)
+      gradsum::fail("--resume: '", o.resume, "' was written with --seed ", start.seed,
+                    ", this run has --seed ", o.seed);
+  });
+  context.say("resumed from '%s' after step %lld\n", o.resume.c_str(),
+              static_cast<long long>(start.step));
+  return start;
+}
+
+// How long the run is: windows per batch, steps per epoch and in all.
+struct TextPlan {
+  std::int64_t batch = 32, per_epoch = 1, steps = 0;
+
+  TextPlan(const Options& o, std::int64_t training_tokens) {
+    if (o.batch > 0) batch = o.batch;
+    per_epoch = std::max<std::int64_t>(1, training_tokens / (batch * std::int64_t(o.gpt_context)));
+    steps = per_epoch * o.epochs;
+    if (o.max_steps > 0) steps = std::min(steps, o.max_steps);
+  }
+  // The position after `done` steps, as a checkpoint stores it.
+  gradsum::TrainingPosition after(std::int64_t done, std::uint64_t seed) const {
+    return {done, done / per_epoch, done % per_epoch, seed};
+  }
+};
+
+// --print-gradient: over every training window at stride context.
+template <class Step, class Theta, class Windows, class Data>
+void print_text_gradient(const Context& context, Step& step, const Theta& theta,
+                         const Windows& train, const Data& data) {
+  using Memory = typename Step::memory_space;
+  Kokkos::View<std::int64_t*, Memory> all("gradsum_train::windows",
+                                          std::size_t(train.num_windows()));
+  const auto windows = train.select(train.full_batch_offsets(0, train.num_windows()), all);
+  const auto& a = step.aggregation();
+  print_gradient(context, step, theta, data, gradsum::partition(windows, a.size(), a.rank()));
+}
+
+// Steps [from, plan.steps), each a batch of windows drawn from the seed and
+// the step number, with a line at each epoch's end and every 100 steps,
+// and `checkpoint(done)` every --checkpoint-every epochs. Returns the last
+// step's result. Collective.
+template <class Step, class Theta, class Windows, class Data, class Checkpoint>
+gradsum::StepResult take_steps(const Context& context, Step& step, const Theta& theta,
+                               const Windows& train, const Data& data, const TextPlan& plan,
+                               std::int64_t from, const Checkpoint& checkpoint) {
+  using Memory = typename Step::memory_space;
+  const Options& o = context.options;
+  const int rank = step.aggregation().rank(), ranks = step.aggregation().size();
+  Kokkos::View<std::int64_t*, Memory> index("gradsum_train::windows", std::size_t(plan.batch));
+  gradsum::StepResult result;
+  for (std::int64_t s = from; s < plan.steps; ++s) {
+    const auto drawn = train.select(train.draw_offsets(o.seed, s, plan.batch), index);
+    result = step(theta, data, gradsum::partition(drawn, ranks, rank));
+    const bool epoch_end = (s + 1) % plan.per_epoch == 0;
+    if (epoch_end || s + 1 == plan.steps)
+      context.say("epoch %lld/%d step %lld loss=%.6g grad_norm=%.6g\n",
+                  static_cast<long long>((s + plan.per_epoch) / plan.per_epoch), o.epochs,
+                  static_cast<long long>(s + 1), result.loss, result.gradient_norm);
+    else if ((s + 1) % 100 == 0)
+      context.say("step %lld loss=%.6g\n", static_cast<long long>(s + 1), result.loss);
+    context.say.flush();
+    if (!o.checkpoint.empty() && o.checkpoint_every > 0 && epoch_end &&
+        ((s + 1) / plan.per_epoch) % o.checkpoint_every == 0 && s + 1 < plan.steps)
+      checkpoint(s + 1);
+  }
+  return result;
+}
+
 template <class Space, class Scalar>
 int train_gpt_as(const Context& context, const TextInputs& text, const Aggregation& aggregation) {
   using Memory = typename Space::memory_space;
@@ -59,48 +143,46 @@ int train_gpt_as(const Context& context, const TextInputs& text, const Aggregati
   const int T = o.gpt_context;
   const gradsum::GptShape shape{text.vocabulary.size(), T, o.gpt_layers, o.gpt_heads,
                                 o.gpt_width};
-  const auto gpt = gradsum::make_gpt(shape);
+  const gradsum::Gpt gpt(shape);
   const gradsum::TextWindows<Memory> train(text.train, T, o.text + " (training part)");
   const auto data = train.template dataset<Scalar>();
   const gradsum::Scheduled<gradsum::FirstOrder> scheduled(
       first_order_method(o), parse_schedule(o.schedule).with_warmup(o.warmup));
-  const gradsum::Objective objective{o.l2, true};
   auto step = gradsum::make_step<Scalar>(
       Space(), gpt, gradsum::SoftmaxCrossEntropy{},
-      gradsum::clip_gradient_norm(scheduled, o.clip_norm > 0 ? o.clip_norm : HUGE_VAL), objective,
-      gradsum::Analytic{}, gradsum::Sum{}, aggregation);
+      gradsum::clip_gradient_norm(scheduled, o.clip_norm > 0 ? o.clip_norm : HUGE_VAL),
+      gradsum::Objective{o.l2, true}, gradsum::Analytic{}, gradsum::Sum{}, aggregation);
   auto theta = step.make_parameters();
   start_from(theta, shape, o.seed);
+  if (!o.init_params.empty()) init_params(o, step, gpt, theta);
+  gradsum::TrainingPosition position{0, 0, 0, o.seed};
+  if (!o.resume.empty()) position = resume_from(context, text, step, theta);
+  if (o.print_gradient) {
+    print_text_gradient(context, step, theta, train, data);
+    return 0;
+  }
   check_outputs(step.aggregation(), o);
-
-  const int rank = step.aggregation().rank(), ranks = step.aggregation().size();
-  const std::int64_t batch = o.batch > 0 ? o.batch : 32;
-  const std::int64_t per_epoch =
-      std::max<std::int64_t>(1, train.num_tokens() / (batch * std::int64_t(T)));
-  std::int64_t steps = per_epoch * o.epochs;
-  if (o.max_steps > 0) steps = std::min(steps, o.max_steps);
+  const TextPlan plan(o, train.num_tokens());
   announce<Space, Scalar>(context, gpt.num_parameters(), train.num_tokens(),
-                          text.vocabulary.size(), ranks, batch, per_epoch);
-
+                          text.vocabulary.size(), step.aggregation().size(), plan.batch,
+                          plan.per_epoch);
   // The validation part, checked before training (shorter than a window:
   // an error now, not after the run).
   std::vector<std::int32_t> validation_ids = text.validation;
   if (validation_ids.empty()) validation_ids.assign(std::size_t(T) + 1, 0);  // (unused)
   const gradsum::TextWindows<Memory> held_out(validation_ids, T, o.text + " (validation part)");
 
-  Kokkos::View<std::int64_t*, Memory> index("gradsum_train::windows", std::size_t(batch));
-  gradsum::StepResult result;
-  for (std::int64_t s = 0; s < steps; ++s) {
-    const auto drawn = train.select(train.draw_offsets(o.seed, s, batch), index);
-    result = step(theta, data, gradsum::partition(drawn, ranks, rank));
-    if ((s + 1) % per_epoch == 0 || s + 1 == steps)
-      context.say("epoch %lld/%d step %lld loss=%.6g grad_norm=%.6g\n",
-                  static_cast<long long>((s + per_epoch) / per_epoch), o.epochs,
-                  static_cast<long long>(s + 1), result.loss, result.gradient_norm);
-    else if ((s + 1) % 100 == 0)
-      context.say("step %lld loss=%.6g\n", static_cast<long long>(s + 1), result.loss);
-  }
-  context.say("final loss=%.10g grad_norm=%.10g", result.loss, result.gradient_norm);
+  auto checkpoint = [&](std::int64_t done) {
+    gradsum::save_checkpoint(o.checkpoint, step, theta, plan.after(done, o.seed), {}, {}, {},
+                             text.vocabulary.characters());
+  };
+  const auto result = take_steps(context, step, theta, train, data, plan, position.step,
+                                 checkpoint);
+  if (position.step >= plan.steps)
+    context.say("final: the checkpoint is at step %lld, no step left before step %lld",
+                static_cast<long long>(position.step), static_cast<long long>(plan.steps));
+  else
+    context.say("final loss=%.10g grad_norm=%.10g", result.loss, result.gradient_norm);
   if (!text.validation.empty()) {
     Kokkos::View<std::int64_t*, Memory> all("gradsum_train::validation_windows",
                                             std::size_t(held_out.num_windows()));
@@ -108,9 +190,10 @@ int train_gpt_as(const Context& context, const TextInputs& text, const Aggregati
                 text_loss(step, theta, held_out, held_out.template dataset<Scalar>(), all));
   }
   context.say("\n");
-  // One value per line (the flags refuse safetensors for a GPT for now).
-  if (!o.save_params.empty())
-    on_rank0(step.aggregation(), [&] { write_params(o.save_params, host_values(theta)); });
+  if (!o.checkpoint.empty()) checkpoint(std::max(position.step, plan.steps));
+  gradsum::ModelNotes notes;
+  notes.vocabulary = text.vocabulary.characters();
+  save_params(o, step, theta, notes);
   return 0;
 }
 

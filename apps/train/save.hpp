@@ -3,7 +3,8 @@
 
 // What gradsum-train writes once training ends (--save-params,
 // --save-model; the checkpoints are a callback's), the work only rank 0
-// does, and the parameters it may start from (--init-params).
+// does, the parameters it may start from (--init-params), and the
+// gradient it prints there (--print-gradient).
 
 #include "context.hpp"
 
@@ -45,33 +46,35 @@ void check_outputs(Aggregation& aggregation, const Options& o) {
     on_rank0(aggregation, [&] { gradsum::OutputFile::check(o.save_model, "--save-model"); });
   if (!o.suspects_out.empty())
     on_rank0(aggregation, [&] { gradsum::OutputFile::check(o.suspects_out, "--suspects-out"); });
+  if (!o.checkpoint.empty())
+    on_rank0(aggregation,
+             [&] { gradsum::OutputFile::check(o.checkpoint, "gradsum::save_checkpoint"); });
 }
 
 inline bool ends_with(const std::string& text, const std::string& end) {
   return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
 }
 
-/// The model of `step` with `theta` as a safetensors file at `path`, with
-/// what gradsum-predict needs to apply it (loss, scaling, class names),
-/// written by rank 0. Collective.
-template <class Step, class Theta>
-void write_model(const Context& context, Step& step, const Theta& theta, const std::string& path) {
+/// What gradsum-predict needs to apply a model trained on --data: the
+/// feature scaling and the class names.
+inline gradsum::ModelNotes data_notes(const Context& context) {
   gradsum::ModelNotes notes;
   notes.scaler = context.inputs.scaler;
   notes.class_names = context.inputs.class_names;
-  gradsum::save_model(path, step, theta, notes);
+  return notes;
 }
 
-/// --save-params (text, or FILE.safetensors) and --save-model, written by
-/// rank 0. Collective.
+/// --save-params (text, or FILE.safetensors) and --save-model: the model
+/// of `step` with `theta` and `notes` (the loss, the scaling, the class
+/// names, a vocabulary), written by rank 0. Collective.
 template <class Step, class Theta>
-void save_params(const Context& context, Step& step, const Theta& theta) {
-  const Options& o = context.options;
+void save_params(const Options& o, Step& step, const Theta& theta,
+                 const gradsum::ModelNotes& notes) {
   if (ends_with(o.save_params, ".safetensors"))
-    write_model(context, step, theta, o.save_params);
+    gradsum::save_model(o.save_params, step, theta, notes);
   else if (!o.save_params.empty())
     on_rank0(step.aggregation(), [&] { write_params(o.save_params, host_values(theta)); });
-  if (!o.save_model.empty()) write_model(context, step, theta, o.save_model);
+  if (!o.save_model.empty()) gradsum::save_model(o.save_model, step, theta, notes);
 }
 
 /// --init-params: `theta` from the file, checked against `model` (a
@@ -90,6 +93,16 @@ void init_params(const Options& o, Step& step, const Model& model, const Theta& 
   auto host = Kokkos::create_mirror_view(Kokkos::HostSpace(), theta);
   for (std::size_t j = 0; j < values.size(); ++j) host(j) = values[j];
   Kokkos::deep_copy(theta, host);
+}
+
+/// --print-gradient: the objective over `rows` and its gradient at
+/// `theta`, one value per line. Collective.
+template <class Step, class Theta, class Data, class Rows>
+void print_gradient(const Context& context, Step& step, const Theta& theta, const Data& data,
+                    const Rows& rows) {
+  const auto r = step.evaluate(theta, data, rows);
+  context.say("%.17g\n", r.loss);
+  for (double g : host_values(step.gradient())) context.say("%.17g\n", g);
 }
 
 }  // namespace gradsum_train

@@ -32,17 +32,6 @@ auto make_step(const Options& o, const Model& model, const Loss& loss, const Opt
                                     gradsum::RuntimeReduction::parse(o.reduce), aggregation);
 }
 
-/// --print-gradient: the objective and its gradient at the starting
-/// parameters, or with --resume at the checkpoint's.
-template <class Step, class Theta, class Data>
-void print_gradient(const Context& context, Step& step, Theta& theta, const Data& data,
-                    gradsum::RowRange rows) {
-  if (!context.options.resume.empty()) gradsum::load_checkpoint(context.options.resume, step, theta);
-  const auto r = step.evaluate(theta, data, rows);
-  context.say("%.17g\n", r.loss);
-  for (double g : host_values(step.gradient())) context.say("%.17g\n", g);
-}
-
 /// The loop's options; with --resume, the checkpoint's parameters are
 /// loaded into `theta` and the loop continues where it stopped.
 template <class Step, class Theta>
@@ -92,7 +81,8 @@ int train(const Context& context, const Model& model, const Loss& loss,
   if constexpr (std::is_same<Model, gradsum::MLP>::value)
     gradsum::initialize(model, gradsum::Initializer::parse(o.init).with_seed(o.seed), theta);
   if (!o.init_params.empty()) init_params(o, step, model, theta);
-  if (o.print_gradient) {
+  if (o.print_gradient) {  // at the starting parameters, or the checkpoint's
+    if (!o.resume.empty()) gradsum::load_checkpoint(o.resume, step, theta);
     print_gradient(context, step, theta, data, my_rows);
     return 0;
   }
@@ -119,7 +109,7 @@ int train(const Context& context, const Model& model, const Loss& loss,
                 static_cast<long long>(step.skipped_steps()));
   report_final<Space>(context, step, model, loss, theta, data, validation);
   report_suspects<Loss>(context, suspects.get(), step.aggregation());
-  save_params(context, step, theta);
+  save_params(o, step, theta, data_notes(context));
   return 0;
 }
 

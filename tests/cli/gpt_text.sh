@@ -46,8 +46,8 @@ expect 2 "lacks context=" "gpt without a context" -- \
   "$train" --text "$text" --model gpt:layers=1,heads=2,width=16
 expect 2 "width 10 is not divisible by heads 4" "width not divisible by heads" -- \
   "$train" --text "$text" --model gpt:layers=1,heads=4,width=10,context=8
-expect 2 "--resume: does not apply to --text" "--resume with --text" -- \
-  "$train" --text "$text" --model "$model" --resume x.ckpt
+expect 2 "--log: does not apply to --text" "--log with --text" -- \
+  "$train" --text "$text" --model "$model" --log x.csv
 expect 2 "--precision: applies to --model gpt" "--precision without gpt" -- \
   "$train" --data "$text" --precision double
 expect 1 "shorter than one window of 16 + 1" "a text shorter than one window" -- \

@@ -15,6 +15,19 @@ and, where it is installed, PyTorch.
                         the nn.Module with load_state_dict(strict=True) and
                         writes its predictions for the rows of CSV to OUT
   compare A B           the numbers of files A and B agree to 1e-12
+  gpt TEXT DIR SHAPE    (torch; exit 77 without it) the reference GPT of
+                        benchmarks/peers/gpt_torch.py for SHAPE
+                        (V,T,L,H,C): its initial tensors in
+                        DIR/init.safetensors (PyTorch's names, F32, no
+                        metadata), and in DIR/torch_gradient.txt the mean
+                        loss over every training window of TEXT (the last
+                        tenth held out) at stride T and its gradient, in
+                        double, one value per line in state_dict order
+  gptload FILE TEXT OUT SHAPE  loads FILE, a GPT gradsum saved, into that
+                        module (load_state_dict(strict=True)) and writes
+                        the same loss and gradient to OUT
+  gptcompare A B        the loss and gradient of A and B agree to 1e-10
+                        relative to the gradient's norm
 """
 import json
 import struct
@@ -157,6 +170,77 @@ def torch_load(path, rows, out):
         np.savetxt(out, net(torch.from_numpy(x)).numpy()[:, 0], fmt='%.17g')
 
 
+def torch_gpt(shape):
+    """The reference GPT module (benchmarks/peers/gpt_torch.py) of
+    shape V,T,L,H,C in double; exit 77 without torch."""
+    try:
+        import torch
+    except ImportError:
+        print('torch is not installed: skipped')
+        sys.exit(77)
+    import importlib.util
+    import os
+    peer = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'benchmarks',
+                        'peers', 'gpt_torch.py')
+    spec = importlib.util.spec_from_file_location('gpt_torch', peer)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(3)
+    vocabulary, context, layers, heads, width = (int(v) for v in shape.split(','))
+    return torch, module.GPT(vocabulary, context, layers, heads, width)
+
+
+def gpt_gradient(torch, net, text, context, out):
+    """Mean loss over every training window at stride `context` and its
+    gradient, in double, written one value per line."""
+    data = open(text, 'rb').read()
+    chars = sorted(set(data))
+    index = {c: i for i, c in enumerate(chars)}
+    train = torch.tensor([index[c] for c in data[:len(data) - int(len(data) * 0.1)]])
+    n = (len(train) - 1) // context
+    windows = torch.stack([train[k * context:(k + 1) * context + 1] for k in range(n)])
+    net = net.double()
+    net.zero_grad()
+    logits = net(windows[:, :-1])
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, len(chars)),
+                                             windows[:, 1:].reshape(-1))
+    loss.backward()
+    values = [loss.item()] + [v for p in net.parameters() for v in p.grad.reshape(-1).tolist()]
+    np.savetxt(out, np.array(values), fmt='%.17g')
+
+
+def gpt_write(text, folder, shape):
+    torch, net = torch_gpt(shape)
+    write_safetensors(folder + '/init.safetensors',
+                      [(name, t.detach().numpy()) for name, t in net.state_dict().items()])
+    # The gradient at the weights as written (F32), which gradsum reads.
+    net.load_state_dict({name: t.float() for name, t in net.state_dict().items()})
+    gpt_gradient(torch, net, text, int(shape.split(',')[1]), folder + '/torch_gradient.txt')
+
+
+def gpt_load(path, text, out, shape):
+    torch, net = torch_gpt(shape)
+    _, tensors = read_safetensors(path)
+    net = net.double()
+    net.load_state_dict({k: torch.from_numpy(v.astype(np.float64)) for k, v in tensors.items()},
+                        strict=True)
+    gpt_gradient(torch, net, text, int(shape.split(',')[1]), out)
+
+
+def gpt_compare(a, b):
+    x = np.loadtxt(a, ndmin=1)
+    y = np.loadtxt(b, ndmin=1)
+    if x.shape != y.shape:
+        sys.exit('FAILED: %s holds %d values, %s %d' % (a, x.size, b, y.size))
+    loss = abs(x[0] - y[0]) / abs(y[0])
+    gradient = np.linalg.norm(x[1:] - y[1:]) / np.linalg.norm(y[1:])
+    if not (loss <= 1e-12 and gradient <= 1e-10):
+        sys.exit('FAILED: %s and %s: loss %.17g against %.17g, gradient relative difference '
+                 '%.3g' % (a, b, x[0], y[0], gradient))
+    print('the loss (%.10g) and the %d partials agree with PyTorch\'s: relative differences '
+          '%.2g and %.2g' % (y[0], y.size - 1, loss, gradient))
+
+
 def compare(a, b):
     x = np.loadtxt(a, ndmin=1)
     y = np.loadtxt(b, ndmin=1)
@@ -173,5 +257,11 @@ if __name__ == '__main__':
         write(sys.argv[2], sys.argv[3])
     elif command == 'torchload':
         torch_load(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif command == 'gpt':
+        gpt_write(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif command == 'gptload':
+        gpt_load(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+    elif command == 'gptcompare':
+        gpt_compare(sys.argv[2], sys.argv[3])
     else:
         compare(sys.argv[2], sys.argv[3])

@@ -10,7 +10,13 @@
 #          metadata by --init-params, saved again and applied, identically;
 #          torch: that file gradsum saved loads into the nn.Module with
 #          load_state_dict(strict=True) and predicts the same.
+#   gpt:   (exit 77 without torch) the reference PyTorch GPT's initial
+#          tensors, loaded by --init-params, give PyTorch's loss and
+#          gradient over the training windows (--print-gradient, double);
+#          trained three steps and saved by gradsum, they load into the
+#          module with load_state_dict(strict=True) and give gradsum's.
 # usage: safetensors_python.sh read|numpy|torch PYTHON GRADSUM_TRAIN GRADSUM_PREDICT DATA_FOLDER
+#        safetensors_python.sh gpt PYTHON GRADSUM_TRAIN GRADSUM_PREDICT TEXT
 set -euo pipefail
 mode="$1" python="$2" train="$3" predict="$4" data="$5"
 script="$(cd "$(dirname "$0")" && pwd)/safetensors_python.py"
@@ -26,6 +32,21 @@ if [[ "$mode" == read ]]; then
       --save-params p.txt >/dev/null
     "$python" "$script" read m.safetensors p.txt
   done
+  exit 0
+fi
+
+if [[ "$mode" == gpt ]]; then
+  text="$data" shape=43,16,2,2,16
+  gpt=(--text "$text" --model gpt:layers=2,heads=2,width=16,context=16 --precision double
+       --validation 0.1)
+  "$python" "$script" gpt "$text" . "$shape"
+  "$train" "${gpt[@]}" --init-params init.safetensors --print-gradient >gradsum_gradient.txt
+  "$python" "$script" gptcompare gradsum_gradient.txt torch_gradient.txt
+  "$train" "${gpt[@]}" --init-params init.safetensors --optimizer adamw --lr 0.01 --batch 8 \
+    --max-steps 3 --save-model trained.safetensors >/dev/null
+  "$train" "${gpt[@]}" --init-params trained.safetensors --print-gradient >trained_gradsum.txt
+  "$python" "$script" gptload trained.safetensors "$text" trained_torch.txt "$shape"
+  "$python" "$script" gptcompare trained_gradsum.txt trained_torch.txt
   exit 0
 fi
 

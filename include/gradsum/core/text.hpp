@@ -8,6 +8,7 @@
 /// send a terminal an escape sequence, a carriage return or a bell.
 
 #include <cstddef>
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -71,6 +72,27 @@ inline std::string unprintable_reason(std::string_view text) {
       return "control character " + quote_text(text.substr(i, n)) + at;
     i += n;
   }
+  return {};
+}
+
+/// A byte as a message shows it: 'a', or \xNN for what does not print.
+inline std::string shown_byte(unsigned char c) {
+  char buffer[8];
+  if (c >= 0x20 && c < 0x7f && c != '\'') std::snprintf(buffer, sizeof buffer, "'%c'", c);
+  else std::snprintf(buffer, sizeof buffer, "'\\x%02x'", unsigned(c));
+  return buffer;
+}
+
+/// Why `characters` is not a character-level vocabulary (its distinct
+/// bytes in increasing order, at least one), or "" when it is.
+inline std::string vocabulary_error(std::string_view characters) {
+  if (characters.empty()) return "no characters; a vocabulary needs at least one";
+  for (std::size_t i = 1; i < characters.size(); ++i)
+    if (static_cast<unsigned char>(characters[i - 1]) >= static_cast<unsigned char>(characters[i]))
+      return "characters " + std::to_string(i - 1) + " and " + std::to_string(i) + " (" +
+             shown_byte(static_cast<unsigned char>(characters[i - 1])) + ", " +
+             shown_byte(static_cast<unsigned char>(characters[i])) +
+             ") are not in increasing order; a vocabulary is its distinct bytes, sorted";
   return {};
 }
 

@@ -19,6 +19,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/input_file.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/core/text.hpp>
 #include <gradsum/data/dataset.hpp>
 #include <gradsum/data/rows.hpp>
 #include <gradsum/data/sampler.hpp>
@@ -32,14 +33,6 @@
 namespace gradsum {
 
 namespace detail {
-
-/// A byte as a message shows it: 'a', or \xNN for what does not print.
-inline std::string shown_byte(unsigned char c) {
-  char buffer[8];
-  if (c >= 0x20 && c < 0x7f && c != '\'') std::snprintf(buffer, sizeof buffer, "'%c'", c);
-  else std::snprintf(buffer, sizeof buffer, "'\\x%02x'", unsigned(c));
-  return buffer;
-}
 
 /// "line L, column C" of the byte at `offset` of `text` (both from 1).
 inline std::string text_position(const std::string& text, std::size_t offset) {
@@ -80,14 +73,8 @@ class CharVocabulary {
   /// The vocabulary whose characters() were `characters` (as stored):
   /// non-empty, strictly increasing bytes, else a gradsum::Error.
   static CharVocabulary from_characters(const std::string& characters) {
-    if (characters.empty())
-      fail("gradsum::CharVocabulary::from_characters: no characters; a vocabulary needs at least one");
-    for (std::size_t i = 1; i < characters.size(); ++i)
-      if (static_cast<unsigned char>(characters[i - 1]) >= static_cast<unsigned char>(characters[i]))
-        fail("gradsum::CharVocabulary::from_characters: characters ", i - 1, " and ", i, " (",
-             detail::shown_byte(static_cast<unsigned char>(characters[i - 1])), ", ",
-             detail::shown_byte(static_cast<unsigned char>(characters[i])),
-             ") are not in increasing order; a vocabulary is its distinct bytes, sorted");
+    const std::string reason = detail::vocabulary_error(characters);
+    if (!reason.empty()) fail("gradsum::CharVocabulary::from_characters: ", reason);
     return CharVocabulary(characters);
   }
 

@@ -272,17 +272,35 @@ struct Analytic {
            const Reduction& reduction, const Theta& theta, const Data& data,
            const Rows& rows, const Out& out, const Work& work) const {
     if constexpr (detail::is_network<Model>::value) {
-      if (!detail::sums_plainly(reduction))
-        fail("gradsum::Analytic: a Network sums with a plain reduction (Sum) only; ",
-             reduction.name(), " needs each sample's contribution, which a network of layers "
-             "does not compute on its own");
+      check_network_reduction(reduction);
       detail::network_sum(space, model, loss, theta, data, rows, out, work);
     } else {
       sum_model(space, model, loss, reduction, theta, data, rows, out, work);
     }
   }
 
+  /// For a Network: the summed loss into out(P) and zeros into out(0 … P),
+  /// the forward passes alone (Step::evaluate_loss). Asynchronous.
+  template <class ExecutionSpace, class Model, class Loss, class Reduction,
+            class Theta, class Data, class Rows, class Out, class Work>
+  void sum_loss(const ExecutionSpace& space, const Model& model, const Loss& loss,
+                const Reduction& reduction, const Theta& theta, const Data& data,
+                const Rows& rows, const Out& out, const Work& work) const {
+    static_assert(detail::is_network<Model>::value,
+                  "gradsum::Analytic::sum_loss: the loss alone is a Network's path only");
+    check_network_reduction(reduction);
+    detail::network_sum(space, model, loss, theta, data, rows, out, work, false);
+  }
+
  private:
+  template <class Reduction>
+  static void check_network_reduction(const Reduction& reduction) {
+    if (!detail::sums_plainly(reduction))
+      fail("gradsum::Analytic: a Network sums with a plain reduction (Sum) only; ",
+           reduction.name(), " needs each sample's contribution, which a network of layers "
+           "does not compute on its own");
+  }
+
   template <class ExecutionSpace, class Model, class Loss, class Reduction,
             class Theta, class Data, class Rows, class Out, class Work>
   void sum_model(const ExecutionSpace& space, const Model& model, const Loss& loss,

@@ -11,6 +11,7 @@
 /// (gpt_parameter_tensors; docs/layers.md).
 
 #include <gradsum/core/error.hpp>
+#include <gradsum/core/text.hpp>
 #include <gradsum/data/sampler.hpp>
 #include <gradsum/model/activation.hpp>
 #include <gradsum/model/initializers.hpp>
@@ -64,27 +65,82 @@ using GptBlock = Sequential<GptAttention, GptFeedForward>;
 /// Embeddings, blocks and the final layer norm; the tied output is the
 /// Network's.
 using GptBody = Sequential<TokenEmbedding, PositionEmbedding, Repeated<GptBlock>, LayerNorm>;
-/// A GPT over windows of text.
-using Gpt = Network<GptBody>;
 
-/// The GPT of `shape`. Throws gradsum::Error for a shape that does not fit.
-inline Gpt make_gpt(const GptShape& shape) {
-  shape.validate();
-  const int C = shape.width;
-  const TokenEmbedding wte{shape.vocabulary, C};
-  const PositionEmbedding wpe{shape.context, C};
-  const LayerNorm norm{C};
-  wte.validate();
-  wpe.validate();
-  norm.validate();
-  const GptAttention attention(Sequential<LayerNorm, Dense, SelfAttention, Dense>(
-      norm, Dense(C, 3 * C), SelfAttention(C, shape.heads, true), Dense(C, C)));
-  const GptFeedForward feed_forward(Sequential<LayerNorm, Dense, Dense>(
-      norm, Dense(C, 4 * C, Activation::gelu), Dense(4 * C, C)));
-  const GptBody body(wte, wpe, Repeated<GptBlock>(shape.layers, GptBlock(attention, feed_forward)),
-                     norm);
-  return Gpt(body, shape.context, shape.vocabulary, NetworkOutput::tied_embedding);
-}
+inline std::vector<ParameterTensor> gpt_parameter_tensors(const GptShape& shape);
+
+/// A GPT over windows of text: the Network of its body with the output tied
+/// to the token embedding, which also knows its shape. Checkpoints and
+/// model files name it "gpt:vocabulary=V,context=T,layers=L,heads=H,width=C"
+/// (describe(), from_description()), and its tensors carry the reference
+/// PyTorch names (parameter_tensors()).
+class Gpt : public Network<GptBody> {
+ public:
+  /// The GPT of `shape`. Throws gradsum::Error for a shape that does not fit.
+  explicit Gpt(const GptShape& shape) : Network(body_of(shape), shape.context, shape.vocabulary,
+                                                NetworkOutput::tied_embedding),
+                                        shape_(shape) {}
+
+  static const char* name() { return "gpt"; }
+  const GptShape& shape() const { return shape_; }
+  /// "vocabulary=V,context=T,layers=L,heads=H,width=C".
+  std::string describe() const {
+    return "vocabulary=" + std::to_string(shape_.vocabulary) +
+           ",context=" + std::to_string(shape_.context) + ",layers=" + std::to_string(shape_.layers) +
+           ",heads=" + std::to_string(shape_.heads) + ",width=" + std::to_string(shape_.width);
+  }
+  /// The GPT describe() wrote `text` for; anything else (a key missing,
+  /// repeated or unknown, a value not a positive integer, a shape that
+  /// does not fit) is a gradsum::Error quoting it.
+  static Gpt from_description(const std::string& text) {
+    const char* keys[] = {"vocabulary", "context", "layers", "heads", "width"};
+    int values[5] = {0, 0, 0, 0, 0};
+    auto refuse = [&](const std::string& why) {
+      fail("gradsum::Gpt: the description ", detail::quote_text(text, 200), " ", why,
+           "; expected vocabulary=V,context=T,layers=L,heads=H,width=C");
+    };
+    std::size_t at = 0;
+    for (int k = 0; k < 5; ++k) {
+      const std::string key = std::string(keys[k]) + "=";
+      if (text.compare(at, key.size(), key) != 0) refuse("lacks " + key + " in its place");
+      at += key.size();
+      std::int64_t v = 0;
+      const std::size_t start = at;
+      while (at < text.size() && text[at] >= '0' && text[at] <= '9' && at - start < 10)
+        v = v * 10 + (text[at++] - '0');
+      if (at == start || v < 1 || v > 2147483647) refuse(std::string("has no positive ") + keys[k]);
+      values[k] = int(v);
+      if (k < 4 && (at >= text.size() || text[at++] != ',')) refuse("ends after " + key);
+    }
+    if (at != text.size()) refuse("holds more after width");
+    return Gpt({values[0], values[1], values[2], values[3], values[4]});
+  }
+  /// The named tensors of gpt_parameter_tensors(shape()).
+  std::vector<ParameterTensor> parameter_tensors() const { return gpt_parameter_tensors(shape_); }
+
+ private:
+  static GptBody body_of(const GptShape& shape) {
+    shape.validate();
+    const int C = shape.width;
+    const TokenEmbedding wte{shape.vocabulary, C};
+    const PositionEmbedding wpe{shape.context, C};
+    const LayerNorm norm{C};
+    wte.validate();
+    wpe.validate();
+    norm.validate();
+    const GptAttention attention(Sequential<LayerNorm, Dense, SelfAttention, Dense>(
+        norm, Dense(C, 3 * C), SelfAttention(C, shape.heads, true), Dense(C, C)));
+    const GptFeedForward feed_forward(Sequential<LayerNorm, Dense, Dense>(
+        norm, Dense(C, 4 * C, Activation::gelu), Dense(4 * C, C)));
+    return GptBody(wte, wpe, Repeated<GptBlock>(shape.layers, GptBlock(attention, feed_forward)),
+                   norm);
+  }
+
+  GptShape shape_;
+};
+
+/// The GPT of `shape` (Gpt(shape)). Throws gradsum::Error for a shape that
+/// does not fit.
+inline Gpt make_gpt(const GptShape& shape) { return Gpt(shape); }
 
 /// The GPT's parameters as named tensors, in the order of the flat vector:
 /// wte.weight [V, C], wpe.weight [T, C], for each block i blocks.i.ln1

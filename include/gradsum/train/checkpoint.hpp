@@ -166,13 +166,15 @@ void assign_bytes(const View& v, const std::string& bytes) {
 }  // namespace detail
 
 /// What `step` would write for parameters `theta` (`class_names`: the
-/// names of classes 0 … C-1 when the labels were read as names).
+/// names of classes 0 … C-1 when the labels were read as names;
+/// `vocabulary`: the characters of a model over text, token id 0 first).
 template <class StepType, class Theta>
 CheckpointData make_checkpoint(StepType& step, const Theta& theta,
                                const TrainingPosition& position,
                                const StandardScaler& scaler = {},
                                const std::vector<double>& loop = {},
-                               const std::vector<std::string>& class_names = {}) {
+                               const std::vector<std::string>& class_names = {},
+                               const std::string& vocabulary = {}) {
   using Scalar = typename StepType::scalar_type;
   CheckpointData c;
   c.scalar = detail::scalar_name<Scalar>();
@@ -196,12 +198,13 @@ CheckpointData make_checkpoint(StepType& step, const Theta& theta,
   c.scaler = scaler;
   c.loop = loop;
   c.class_names = class_names;
+  c.vocabulary = vocabulary;
   return c;
 }
 
 /// Saves the parameters `theta`, the optimizer's state and `position`
-/// (plus, optionally, the feature scaling, the loop's own state and the
-/// class names that gradsum-predict prints) to
+/// (plus, optionally, the feature scaling, the loop's own state, the
+/// class names that gradsum-predict prints and a text model's vocabulary) to
 /// `path`, an OutputFile (never standard output): a temporary file in the
 /// target's folder, flushed to the disk and renamed over it, so a crash at
 /// any moment leaves the previous checkpoint intact. With a distributed aggregation rank 0 writes and
@@ -211,12 +214,13 @@ template <class StepType, class Theta>
 void save_checkpoint(const std::string& path, StepType& step, const Theta& theta,
                      const TrainingPosition& position, const StandardScaler& scaler = {},
                      const std::vector<double>& loop = {},
-                     const std::vector<std::string>& class_names = {}) {
+                     const std::vector<std::string>& class_names = {},
+                     const std::string& vocabulary = {}) {
   on_every_rank(step.aggregation(), [&] {
     if (step.aggregation().rank() == 0)
       write_output(path,
                    encode_checkpoint(make_checkpoint(step, theta, position, scaler, loop,
-                                                     class_names)),
+                                                     class_names, vocabulary)),
                    "gradsum::save_checkpoint", binary_output());
   });
 }

@@ -47,14 +47,16 @@ struct TrainingPosition {
 ///     i64 step  i64 epoch  i64 batch  u64 seed
 ///     i64 state rows   parameters and optimizer state as raw Scalars
 ///     vec optimizer host state  vec scaler mean  vec scaler scale  vec loop state
-///     u32 class names count  str class name …  (version 2 only)
+///     u32 class names count  str class name …  (versions 2 and 3)
+///     str vocabulary  (version 3 only)
 ///     u32 CRC-32 (IEEE 802.3) of every byte before it
 ///
 /// where str is a u32 length and bytes, vec a u64 count and doubles; the
 /// model is named as detail::model_description names it ("linear",
-/// "mlp:13-32(tanh)-3"). A checkpoint without class names is written as
-/// version 1 (the same layout without the class names), which older
-/// gradsum reads; both versions are read.
+/// "mlp:13-32(tanh)-3"). A checkpoint is written in the oldest version
+/// that holds it, so that older gradsum reads it: version 1 (without class
+/// names or vocabulary), 2 (with class names), 3 (with a vocabulary, the
+/// class names then possibly none); every version is read.
 struct CheckpointData {
   std::string scalar;          ///< "double" or "float"
   std::uint32_t scalar_size = 0;
@@ -71,6 +73,9 @@ struct CheckpointData {
   /// Names of the classes 0 … C-1 of a target column of names (see
   /// CsvOptions::class_names); empty when the labels were numbers.
   std::vector<std::string> class_names;
+  /// The characters of a model over text, token id 0 first (strictly
+  /// increasing bytes, CharVocabulary::characters()); empty for other models.
+  std::string vocabulary;
 
   /// The parameters as doubles.
   std::vector<double> parameters() const {
@@ -92,9 +97,9 @@ struct CheckpointData {
 };
 
 /// The newest version of the checkpoint format, which this gradsum writes
-/// for a checkpoint with class names (without, version 1) and reads with
-/// every older one.
-constexpr std::uint32_t checkpoint_version = 2;
+/// for a checkpoint with a vocabulary (see CheckpointData for the older
+/// ones) and reads with every older one.
+constexpr std::uint32_t checkpoint_version = 3;
 
 namespace detail {
 
@@ -196,7 +201,8 @@ class CheckpointReader {
 inline std::string encode_checkpoint(const CheckpointData& c) {
   detail::CheckpointWriter w;
   w.bytes().append(detail::checkpoint_magic, 8);
-  w.put(std::uint32_t(c.class_names.empty() ? 1 : 2));
+  const std::uint32_t version = !c.vocabulary.empty() ? 3 : c.class_names.empty() ? 1 : 2;
+  w.put(version);
   w.put(detail::byte_order_mark);
   w.put(std::uint64_t(0));  // the length, filled in below
   w.put_string(c.scalar);
@@ -219,7 +225,7 @@ inline std::string encode_checkpoint(const CheckpointData& c) {
   w.put_vector(c.scaler.mean);
   w.put_vector(c.scaler.scale);
   w.put_vector(c.loop);
-  if (!c.class_names.empty()) {
+  if (version >= 2) {
     w.put(std::uint32_t(c.class_names.size()));
     for (const std::string& name : c.class_names) {
       const std::string reason = detail::unprintable_reason(name);
@@ -228,6 +234,11 @@ inline std::string encode_checkpoint(const CheckpointData& c) {
                      reason, " (class names must be UTF-8 text without control characters)");
       w.put_string(name);
     }
+  }
+  if (version >= 3) {
+    const std::string reason = detail::vocabulary_error(c.vocabulary);
+    if (!reason.empty()) fail("gradsum::save_checkpoint: the vocabulary: ", reason);
+    w.put_string(c.vocabulary);
   }
   std::string& bytes = w.bytes();
   const std::uint64_t length = bytes.size() + sizeof(std::uint32_t);
@@ -347,9 +358,18 @@ inline CheckpointData decode_checkpoint(const std::string& path, const std::stri
     // A forged count runs into the end of the record (reported) long
     // before memory does: each name takes at least 4 bytes.
     for (std::uint32_t k = 0; k < n; ++k) c.class_names.push_back(r.get_string("a class name"));
-    if (n == 0)
+    if (n == 0 && version == 2)
       fail(function, ": '", path, "' is version 2 but holds no class names; the file "
                    "is corrupted");
+  }
+  if (version >= 3) {
+    c.vocabulary = r.get_raw(r.get<std::uint32_t>("the vocabulary's length"), "the vocabulary");
+    const std::string reason = detail::vocabulary_error(c.vocabulary);
+    if (!reason.empty())
+      fail(function, ": '", path, "': the vocabulary: ", reason, "; the file is corrupted");
+    if (std::int64_t(c.vocabulary.size()) != c.num_outputs)
+      fail(function, ": '", path, "' holds a vocabulary of ", c.vocabulary.size(),
+           " characters for a model of ", c.num_outputs, " outputs; the file is corrupted");
   }
   if (r.position() != bytes.size() - 4)
     fail(function, ": '", path, "' holds ", bytes.size() - 4 - r.position(),

@@ -359,10 +359,9 @@ class FitLoop {
     state_.epoch_result = step_.evaluate(
         theta_, data_, global_ ? partition(data_.num_samples(), ranks_, rank_) : data_.all_rows());
     if (validation_) {
-      state_.validation = step_.evaluate(theta_, *validation_,
-                                         global_ ? partition(validation_->num_samples(), ranks_,
-                                                             rank_)
-                                                 : validation_->all_rows());
+      state_.validation = step_.evaluate_loss(
+          theta_, *validation_,
+          global_ ? partition(validation_->num_samples(), ranks_, rank_) : validation_->all_rows());
       state_.has_validation = true;
     }
     state_.elapsed_seconds = seconds();

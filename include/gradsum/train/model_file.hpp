@@ -16,6 +16,9 @@
 ///     gradsum.scaler.mean, gradsum.scaler.scale
 ///                        optional: the feature scaling, comma-separated
 ///     gradsum.class.0 …  optional: the names of classes 0, 1, …
+///     gradsum.vocabulary optional: a model over text's characters, token
+///                        id 0 first, as comma-separated byte values
+///                        ("10,32,33"; any byte, even one that is not text)
 ///
 /// Neither the optimizer, nor the rank count, nor the scalar type is part
 /// of the model: a file loads into any step, on any number of ranks, and
@@ -52,6 +55,9 @@ struct ModelNotes {
   std::string loss;      ///< the loss the model was trained with; empty: not said
   StandardScaler scaler; ///< the scaling of the features before the model; empty: none
   std::vector<std::string> class_names;  ///< names of classes 0 … C-1; empty: numbers
+  /// A model over text's characters, token id 0 first (strictly increasing
+  /// bytes, CharVocabulary::characters()); empty for other models.
+  std::string vocabulary;
 };
 
 /// A model read by load_model: the model rebuilt from the file's
@@ -161,6 +167,16 @@ inline ModelNotes read_notes(const std::string& path, const Safetensors& s,
            reason);
     notes.class_names.push_back(*name);
   }
+  if (const std::string* vocabulary = s.metadata_value("gradsum.vocabulary")) {
+    for (const double b : parse_numbers(path, "gradsum.vocabulary", *vocabulary)) {
+      if (!(b >= 0 && b <= 255 && b == std::floor(b)))
+        fail(function, ": '", path, "': gradsum.vocabulary holds ", b,
+             ", expected byte values 0 to 255");
+      notes.vocabulary.push_back(static_cast<char>(static_cast<unsigned char>(b)));
+    }
+    const std::string reason = vocabulary_error(notes.vocabulary);
+    if (!reason.empty()) fail(function, ": '", path, "': gradsum.vocabulary: ", reason);
+  }
   if (!unprintable_reason(notes.loss).empty())
     fail(function, ": '", path, "': gradsum.loss ", quote_text(notes.loss), " holds ",
          unprintable_reason(notes.loss));
@@ -191,6 +207,16 @@ std::vector<std::pair<std::string, std::string>> model_metadata(const Model& mod
       fail("gradsum::save_model: class name ", quote_text(notes.class_names[k]), " holds ",
            reason, " (class names must be UTF-8 text without control characters)");
     m.emplace_back("gradsum.class." + std::to_string(k), notes.class_names[k]);
+  }
+  if (!notes.vocabulary.empty()) {
+    const std::string reason = vocabulary_error(notes.vocabulary);
+    if (!reason.empty()) fail("gradsum::save_model: the vocabulary: ", reason);
+    if (std::int64_t(notes.vocabulary.size()) != model.num_outputs())
+      fail("gradsum::save_model: a vocabulary of ", notes.vocabulary.size(),
+           " characters for a model of ", model.num_outputs(), " outputs");
+    std::vector<double> bytes;
+    for (const char c : notes.vocabulary) bytes.push_back(double(static_cast<unsigned char>(c)));
+    m.emplace_back("gradsum.vocabulary", numbers_text(bytes));
   }
   return m;
 }
@@ -325,6 +351,9 @@ inline ModelFile declared_model(const std::string& path, const Safetensors& s) {
   f.num_features = metadata_count(path, s, "gradsum.features", 2147483646);
   f.num_outputs = metadata_count(path, s, "gradsum.outputs", max_outputs);
   f.notes = read_notes(path, s, f.num_features);
+  if (!f.notes.vocabulary.empty() && std::int64_t(f.notes.vocabulary.size()) != f.num_outputs)
+    fail("gradsum::load_model: '", path, "' holds a vocabulary of ", f.notes.vocabulary.size(),
+         " characters for a model of ", f.num_outputs, " outputs");
   return f;
 }
 

@@ -195,6 +195,30 @@ class Step {
     return evaluate(theta, data, data.all_rows());
   }
 
+  /// Whether evaluate_loss() skips the gradient: a Network with the
+  /// Analytic gradient.
+  static constexpr bool loss_without_gradient =
+      detail::is_network<Model>::value && std::is_same<Gradient, Analytic>::value;
+
+  /// The objective J at `theta` over `rows` (a held-out loss, say),
+  /// without its gradient where the model allows (loss_without_gradient,
+  /// and no worker statistics measured): the forward passes and the loss
+  /// alone, a third of evaluate()'s work or less. The loss is the one
+  /// evaluate() gives, bit for bit; gradient_norm is NaN and gradient()
+  /// holds no gradient. Otherwise this is evaluate(). Blocking; collective.
+  template <class Theta, class Data, class Rows>
+  StepResult evaluate_loss(const Theta& theta, const Data& data, const Rows& rows) {
+    if (!loss_without_gradient || local_.watch().parts() > 0) return evaluate(theta, data, rows);
+    struct LossOnly {  // evaluate() without the backward passes, even if it throws
+      bool& flag;
+      explicit LossOnly(bool& f) : flag(f) { flag = true; }
+      ~LossOnly() { flag = false; }
+    } loss_only(loss_only_);
+    StepResult result = evaluate(theta, data, rows);
+    result.gradient_norm = std::nan("");
+    return result;
+  }
+
   /// One training step: evaluate() at `theta`, then the optimizer's update
   /// of `theta` in place. The result describes `theta` before the update.
   /// Blocking; collective.
@@ -327,6 +351,11 @@ class Step {
     const auto sums = message_.sums();
     auto sum = [&](const auto& target) {
       auto sum_part = [&](const auto& part) {
+        if constexpr (loss_without_gradient)
+          if (loss_only_) {
+            gradient_.sum_loss(space_, model_, loss_, target, theta, data, part, sums, work_);
+            return;
+          }
         gradient_.sum(space_, model_, loss_, target, theta, data, part, sums, work_);
       };
       return local_.sum(space_, rows, sum_part, sums, gradient_view_);
@@ -422,6 +451,7 @@ class Step {
   detail::HessianSums<Scalar, memory_space> hessian_;
   detail::DataCheck check_data_;
   std::int64_t skipped_ = 0;
+  bool loss_only_ = false;  // evaluate_loss() is running
 };
 
 /// Builds a Step, deducing the policy types from the arguments:

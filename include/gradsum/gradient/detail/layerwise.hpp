@@ -336,6 +336,25 @@ void layerwise_sum(const Space& space, const Model& model, const Loss& loss, con
 /// layer in panels (allocates their workspace): predictions and metrics
 /// of a network beyond the per-sample limits. `who` names the caller in
 /// errors. Blocking.
+/// The sum over rows r in [0, n) of f(r, z_r, sum), z_r row r - first of
+/// the outputs `outputs(first, m)` computes for rows first … first + m - 1
+/// (a rank-2 View of m rows), in panels of `panel_rows`. Blocking.
+template <class Value, class Space, class F, class Outputs>
+Value reduce_in_panels(const Space& space, std::int64_t n, std::int64_t panel_rows, const F& f,
+                       const char* label, const Outputs& outputs) {
+  Value total{};
+  for (std::int64_t first = 0; first < n; first += panel_rows) {
+    const std::int64_t m = n - first < panel_rows ? n - first : panel_rows;
+    const auto z = outputs(first, m);
+    Value here{};
+    Kokkos::parallel_reduce(
+        label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, m),
+        KOKKOS_LAMBDA(std::int64_t r, Value & sum) { f(first + r, &z(r, 0), sum); }, here);
+    total += here;
+  }
+  return total;
+}
+
 template <class Value, class Space, class Model, class Theta, class X, class F>
 Value layerwise_reduce_outputs(const Space& space, const Model& model, const Theta& theta,
                                const X& x, const F& f, const char* who, const char* label) {
@@ -349,20 +368,12 @@ Value layerwise_reduce_outputs(const Space& space, const Model& model, const The
           layerwise_fixed_scalars);
   const LayerwisePanels<Scalar, Memory, Layers> panels(space, layers, work, who);
   const RowRange rows{0, std::int64_t(x.extent(0))};
-  Value total{};
-  for (std::int64_t first = 0; first < rows.size(); first += panels.rows) {
-    const std::int64_t m =
-        rows.size() - first < panels.rows ? rows.size() - first : panels.rows;
-    const auto a0 = panels.input_panel(space, x, rows, first, m);
-    panels.forward(space, theta.data(), a0, m);
-    const auto z = panels.model_outputs(m);
-    Value here{};
-    Kokkos::parallel_reduce(
-        label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, m),
-        KOKKOS_LAMBDA(std::int64_t r, Value & sum) { f(first + r, &z(r, 0), sum); }, here);
-    total += here;
-  }
-  return total;
+  return reduce_in_panels<Value>(space, rows.size(), panels.rows, f, label,
+                                 [&](std::int64_t first, std::int64_t m) {
+                                   panels.forward(space, theta.data(),
+                                                  panels.input_panel(space, x, rows, first, m), m);
+                                   return panels.model_outputs(m);
+                                 });
 }
 
 }  // namespace detail

@@ -202,11 +202,13 @@ struct NetworkPanels {
 /// The network path's gradient of `net` over the selected rows: the summed
 /// gradient into out(0 … P), the summed loss (over every position) into
 /// out(P), in panels sized by `work` (network_workspace_size scalars or
-/// more). Asynchronous.
+/// more). Without `backward`, the loss alone (the forward passes; the
+/// gradient's entries stay 0). Asynchronous.
 template <class Space, class Net, class Loss, class Theta, class Data, class Rows, class Out,
           class Work>
 void network_sum(const Space& space, const Net& net, const Loss& loss, const Theta& theta,
-                 const Data& data, const Rows& rows, const Out& out, const Work& work) {
+                 const Data& data, const Rows& rows, const Out& out, const Work& work,
+                 bool backward = true) {
   using Scalar = typename Data::scalar_type;
   using Memory = typename Space::memory_space;
   using X = typename Data::features_view;
@@ -231,8 +233,35 @@ void network_sum(const Space& space, const Net& net, const Loss& loss, const The
                 RowTargets<typename Data::targets_view, Rows>{data.targets(), rows, first}, delta,
                 panels.panel_loss);
     add_scalar(space, total, panels.panel_loss);
-    panels.backward(space, l, theta.data(), out.data(), in);
+    if (backward) panels.backward(space, l, theta.data(), out.data(), in);
   }
+}
+
+/// reduce_outputs (train/detail/model_outputs.hpp) for a Network over rows
+/// of a table: panels of rows through the body (and a workspace for one
+/// panel, allocated here), then f(r, z, sum) for each row r. A network
+/// over windows of text has outputs at every position, not per row: a
+/// gradsum::Error naming `who` (gradsum::generate samples from one).
+/// Blocking.
+template <class Value, class Space, class Net, class Theta, class X, class F>
+Value network_reduce_outputs(const Space& space, const Net& net, const Theta& theta, const X& x,
+                             const F& f, const char* who, const char* label) {
+  using Scalar = typename Theta::non_const_value_type;
+  using Memory = typename Space::memory_space;
+  if (net.windows())
+    fail(who, ": the network is over windows of text, with outputs at every position rather "
+         "than per row; gradsum::generate samples text from it");
+  Kokkos::View<Scalar*, Memory> work(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "gradsum::predict::network_panels"),
+      network_workspace_size(net));
+  const NetworkPanels<Net, Scalar, Memory> panels(net, work, who);
+  const RowRange rows{0, std::int64_t(x.extent(0))};
+  return reduce_in_panels<Value>(space, rows.size(), panels.windows, f, label,
+                                 [&](std::int64_t first, std::int64_t m) {
+                                   const NetworkLayout l = network_layout(net, m);
+                                   return panels.forward(space, l, theta.data(),
+                                                         panels.input(space, l, x, rows, first));
+                                 });
 }
 
 }  // namespace detail

@@ -10,6 +10,7 @@
 #include <gradsum/core/model_members.hpp>
 #include <gradsum/data/feature_rows.hpp>
 #include <gradsum/gradient/detail/layerwise.hpp>
+#include <gradsum/gradient/detail/network.hpp>
 
 #include <cstdint>
 #include <string>
@@ -55,11 +56,14 @@ constexpr bool check_features_types() {
 }
 
 /// Whether reduce_outputs() takes `model` layer by layer for features `x`:
-/// a network beyond the per-sample limits, or rows it would gather that
-/// are wider than max_gathered_features.
+/// a network of layers (Network) always, an MLP beyond the per-sample
+/// limits, or rows it would gather that are wider than
+/// max_gathered_features.
 template <class Model, class X>
 bool outputs_layerwise(const Model& model, const X& x) {
-  if constexpr (has_dense_layers<Model>::value)
+  if constexpr (is_network<Model>::value)
+    return true;
+  else if constexpr (has_dense_layers<Model>::value)
     return !per_sample_limits(model).empty() || !gather_limit("", x).empty();
   else
     return false;
@@ -83,22 +87,26 @@ void check_features(const char* who, const Model& model, const Theta& theta, con
 
 /// The sum over the rows r of `x` of f(r, z, sum), z the k outputs of
 /// `model` at `theta` for row r (a const Scalar* valid during the call):
-/// per sample, or layer by layer where outputs_layerwise(). Kernels
-/// labelled `label`. Blocking.
+/// per sample, layer by layer where outputs_layerwise(), or in panels
+/// through a Network's body. Kernels labelled `label`. Blocking.
 template <class Value, class Space, class Model, class Theta, class X, class F>
 Value reduce_outputs(const Space& space, const Model& model, const Theta& theta, const X& x,
                      const F& f, const char* who, const char* label) {
   using Scalar = typename Theta::non_const_value_type;
-  if constexpr (has_dense_layers<Model>::value)
-    if (outputs_layerwise(model, x))
-      return layerwise_reduce_outputs<Value>(space, model, theta, x, f, who, label);
-  Value total{};
-  Kokkos::parallel_reduce(
-      label,
-      Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0,
-                                                                 std::int64_t(x.extent(0))),
-      OutputsOfRows<Model, Scalar, X, F, Value>{model, theta.data(), x, f}, total);
-  return total;
+  if constexpr (is_network<Model>::value) {
+    return network_reduce_outputs<Value>(space, model, theta, x, f, who, label);
+  } else {
+    if constexpr (has_dense_layers<Model>::value)
+      if (outputs_layerwise(model, x))
+        return layerwise_reduce_outputs<Value>(space, model, theta, x, f, who, label);
+    Value total{};
+    Kokkos::parallel_reduce(
+        label,
+        Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0,
+                                                                   std::int64_t(x.extent(0))),
+        OutputsOfRows<Model, Scalar, X, F, Value>{model, theta.data(), x, f}, total);
+    return total;
+  }
 }
 
 }  // namespace detail
