@@ -357,10 +357,11 @@ TEST_CASE("network: a GPT is named by its shape in files and rebuilt from that n
       {"vocabulary=5,layers=2,context=4,heads=2,width=8", "lacks context= in its place"},
       {"vocabulary=5,context=4,layers=2,heads=3,width=8", "not divisible by heads 3"},
       {"vocabulary=99999999999,context=4,layers=2,heads=2,width=8", "has no positive vocabulary"}};
-  for (const auto& [description, message] : bad) {
+  for (const auto& entry : bad) {
+    const char* description = entry[0];
     INFO(description);
     CHECK_THROWS_WITH_AS(gradsum::Gpt::from_description(description),
-                         doctest::Contains(message), gradsum::Error);
+                         doctest::Contains(entry[1]), gradsum::Error);
   }
 }
 

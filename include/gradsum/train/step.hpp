@@ -350,14 +350,7 @@ class Step {
     static_assert(detail::check_gradient_for_reduction<Gradient, Reduction>());
     const auto sums = message_.sums();
     auto sum = [&](const auto& target) {
-      auto sum_part = [&](const auto& part) {
-        if constexpr (loss_without_gradient)
-          if (loss_only_) {
-            gradient_.sum_loss(space_, model_, loss_, target, theta, data, part, sums, work_);
-            return;
-          }
-        gradient_.sum(space_, model_, loss_, target, theta, data, part, sums, work_);
-      };
+      auto sum_part = [&](const auto& part) { sum_part_of(target, theta, data, part, sums); };
       return local_.sum(space_, rows, sum_part, sums, gradient_view_);
     };
     auto put = [&](const auto& message) { local_.watch().put(message); };
@@ -365,6 +358,20 @@ class Step {
     const std::int64_t count = rows.size() * detail::positions_per_row(model_);
     return workers_.sum(space_, reduction_, aggregation_,
                         detail::local_part(ok, count, sum, put), message_);
+  }
+
+  // The gradient policy's sums over `part` into `sums` (by `target`, a
+  // reduction), the loss alone while evaluate_loss() runs.
+  template <class Target, class Theta, class Data, class Part, class Sums>
+  void sum_part_of(const Target& target, const Theta& theta, const Data& data, const Part& part,
+                   const Sums& sums) {
+    if constexpr (loss_without_gradient) {
+      if (loss_only_) {
+        gradient_.sum_loss(space_, model_, loss_, target, theta, data, part, sums, work_);
+        return;
+      }
+    }
+    gradient_.sum(space_, model_, loss_, target, theta, data, part, sums, work_);
   }
 
   // The objective J and its gradient from the aggregated sums of `count`

@@ -29,6 +29,7 @@
 #include <gradsum/model/detail/dense_layers.hpp>
 #include <gradsum/model/layers/detail/elementwise.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -336,23 +337,18 @@ void layerwise_sum(const Space& space, const Model& model, const Loss& loss, con
 /// layer in panels (allocates their workspace): predictions and metrics
 /// of a network beyond the per-sample limits. `who` names the caller in
 /// errors. Blocking.
-/// The sum over rows r in [0, n) of f(r, z_r, sum), z_r row r - first of
-/// the outputs `outputs(first, m)` computes for rows first … first + m - 1
-/// (a rank-2 View of m rows), in panels of `panel_rows`. Blocking.
-template <class Value, class Space, class F, class Outputs>
-Value reduce_in_panels(const Space& space, std::int64_t n, std::int64_t panel_rows, const F& f,
-                       const char* label, const Outputs& outputs) {
-  Value total{};
-  for (std::int64_t first = 0; first < n; first += panel_rows) {
-    const std::int64_t m = n - first < panel_rows ? n - first : panel_rows;
-    const auto z = outputs(first, m);
-    Value here{};
-    Kokkos::parallel_reduce(
-        label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, m),
-        KOKKOS_LAMBDA(std::int64_t r, Value & sum) { f(first + r, &z(r, 0), sum); }, here);
-    total += here;
-  }
-  return total;
+/// The sum over the m rows of a panel of outputs `z` (row r of the panel
+/// is row first + r of the data) of f(first + r, z_r, sum). Blocking. (A
+/// function of its own: CUDA's device lambdas may not sit in a function
+/// templated on a host lambda's type.)
+template <class Value, class Space, class Z, class F>
+Value reduce_panel(const Space& space, std::int64_t first, std::int64_t m, const Z& z, const F& f,
+                   const char* label) {
+  Value here{};
+  Kokkos::parallel_reduce(
+      label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, m),
+      KOKKOS_LAMBDA(std::int64_t r, Value & sum) { f(first + r, &z(r, 0), sum); }, here);
+  return here;
 }
 
 template <class Value, class Space, class Model, class Theta, class X, class F>
@@ -368,12 +364,13 @@ Value layerwise_reduce_outputs(const Space& space, const Model& model, const The
           layerwise_fixed_scalars);
   const LayerwisePanels<Scalar, Memory, Layers> panels(space, layers, work, who);
   const RowRange rows{0, std::int64_t(x.extent(0))};
-  return reduce_in_panels<Value>(space, rows.size(), panels.rows, f, label,
-                                 [&](std::int64_t first, std::int64_t m) {
-                                   panels.forward(space, theta.data(),
-                                                  panels.input_panel(space, x, rows, first, m), m);
-                                   return panels.model_outputs(m);
-                                 });
+  Value total{};
+  for (std::int64_t first = 0; first < rows.size(); first += panels.rows) {
+    const std::int64_t m = std::min(rows.size() - first, panels.rows);
+    panels.forward(space, theta.data(), panels.input_panel(space, x, rows, first, m), m);
+    total += reduce_panel<Value>(space, first, m, panels.model_outputs(m), f, label);
+  }
+  return total;
 }
 
 }  // namespace detail

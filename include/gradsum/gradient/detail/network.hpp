@@ -24,6 +24,7 @@
 #include <gradsum/loss/detail/value_and_derivative.hpp>
 #include <gradsum/model/layer.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -256,12 +257,14 @@ Value network_reduce_outputs(const Space& space, const Net& net, const Theta& th
       network_workspace_size(net));
   const NetworkPanels<Net, Scalar, Memory> panels(net, work, who);
   const RowRange rows{0, std::int64_t(x.extent(0))};
-  return reduce_in_panels<Value>(space, rows.size(), panels.windows, f, label,
-                                 [&](std::int64_t first, std::int64_t m) {
-                                   const NetworkLayout l = network_layout(net, m);
-                                   return panels.forward(space, l, theta.data(),
-                                                         panels.input(space, l, x, rows, first));
-                                 });
+  Value total{};
+  for (std::int64_t first = 0; first < rows.size(); first += panels.windows) {
+    const std::int64_t m = std::min(rows.size() - first, panels.windows);
+    const NetworkLayout l = network_layout(net, m);
+    const auto z = panels.forward(space, l, theta.data(), panels.input(space, l, x, rows, first));
+    total += reduce_panel<Value>(space, first, m, z, f, label);
+  }
+  return total;
 }
 
 }  // namespace detail
