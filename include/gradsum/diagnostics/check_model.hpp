@@ -15,12 +15,12 @@
 #include <gradsum/data/dataset.hpp>
 #include <gradsum/data/feature_rows.hpp>
 #include <gradsum/data/sampler.hpp>
+#include <gradsum/diagnostics/detail/check_network.hpp>
 #include <gradsum/diagnostics/gradient_report.hpp>
 #include <gradsum/gradient/analytic.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
 #include <gradsum/optimizer/sgd.hpp>
 #include <gradsum/reduction/sum.hpp>
-#include <gradsum/train/step.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -71,10 +71,6 @@ struct CheckModelOptions {
 };
 
 namespace detail {
-
-inline double uniform_in(SplitMix64& rng, double scale) {
-  return scale * (2 * (double(rng.next() >> 11) * 0x1.0p-53) - 1);
-}
 
 /// Where an R x k host array first holds a value that is not finite.
 struct NonFinite2D {
@@ -374,137 +370,6 @@ class ModelCheck {
   decltype(Kokkos::create_mirror_view(std::declval<Kokkos::View<Scalar*, Memory>>())) host_theta_;
   decltype(Kokkos::create_mirror_view(std::declval<Matrix>())) host_perturbed_, host_prefilled_;
 };
-
-/// The gradient of `step`'s last evaluation, as doubles on the host (a
-/// copy: on host spaces a mirror would be the step's own buffer).
-template <class StepType>
-std::vector<double> gradient_copy(const StepType& step) {
-  const auto g = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), step.gradient());
-  return std::vector<double>(g.data(), g.data() + g.extent(0));
-}
-
-/// Central differences of `step`'s objective over `rows` at `point` (whose
-/// host copy is `host_point`) for each coordinate j of `coordinates`, with
-/// steps relative_step max(1, |theta_j|); `point` is theta again after.
-template <class StepType, class Point, class HostPoint, class Data, class Rows>
-std::vector<double> step_central_differences(StepType& step, const Point& point,
-                                             const HostPoint& host_point, const Data& data,
-                                             const Rows& rows, const std::vector<int>& coordinates,
-                                             double relative_step) {
-  using Scalar = typename StepType::scalar_type;
-  std::vector<double> numeric;
-  for (const int j : coordinates) {
-    const Scalar t = host_point(j);
-    const Scalar h = Scalar(relative_step * std::max(1.0, std::fabs(double(t))));
-    const Scalar up = t + h, down = t - h;
-    auto loss_at = [&](Scalar value) {
-      host_point(j) = value;
-      Kokkos::deep_copy(point, host_point);
-      return step.evaluate(point, data, rows).loss;
-    };
-    const double rise = loss_at(up) - loss_at(down);
-    host_point(j) = t;
-    // Divided by the distance of the two points as stored (t +- h rounds).
-    numeric.push_back(rise / (double(up) - double(down)));
-  }
-  Kokkos::deep_copy(point, host_point);
-  return numeric;
-}
-
-/// Where the gradient of R rows in panels of one row (`panelled`) differs
-/// from their gradient in one panel (`whole`) by more than rounding: a
-/// layer whose backward assigns into g lost the earlier panels. "" when
-/// they agree.
-template <class Scalar>
-std::string panels_failure(const std::vector<double>& whole, const std::vector<double>& panelled,
-                           std::int64_t R, const std::string& drawn) {
-  double largest = 0;
-  for (const double a : whole) largest = std::max(largest, std::fabs(a));
-  const double eps = std::numeric_limits<Scalar>::epsilon();
-  for (std::size_t j = 0; j < whole.size(); ++j) {
-    const double a = whole[j], b = panelled[j];
-    if (std::fabs(a - b) <= 1e3 * eps * (std::fabs(a) + std::fabs(b) + largest)) continue;
-    return concat("a layer's backward does not add into g: over ", R, " rows in ", R,
-                  " panels the gradient's parameter ", j, " is ", short_number(b),
-                  ", in one panel ", short_number(a), drawn,
-                  " (each panel's backward must add to what the earlier ones left in g)");
-  }
-  return {};
-}
-
-/// check_model for a network of layers (Network), which has no per-sample
-/// forward: through a step, at each point, the gradient of the mean loss
-/// over `rows` against central differences of that mean, and the gradient
-/// of the same rows in panels of one row each against the one-panel
-/// gradient (a layer whose backward assigns into g instead of adding loses
-/// the earlier panels).
-template <class Scalar, class ExecutionSpace, class Model, class Loss, class Data>
-GradientReport check_network(const ExecutionSpace& space, const Model& model, const Loss& loss,
-                             const Data& data, const std::vector<std::int64_t>& rows,
-                             const CheckModelOptions& options) {
-  using Memory = typename ExecutionSpace::memory_space;
-  using Tolerance = GradientTolerance<Scalar>;
-  const int P = model.num_parameters();
-  const auto R = std::int64_t(rows.size());
-  const Objective objective{0, true, NonFinite::skip};
-  Model one_panel = model, panel_per_row = model;
-  one_panel.panel_tokens = std::max<std::int64_t>(model.panel_tokens, R * model.positions_per_row());
-  panel_per_row.panel_tokens = model.positions_per_row();
-  auto step = make_step<Scalar>(space, one_panel, loss, SGD{}, objective);
-  auto per_row = make_step<Scalar>(space, panel_per_row, loss, SGD{}, objective);
-  Kokkos::View<std::int64_t*, Memory> index("gradsum::check_model::rows", std::size_t(R));
-  auto host_index = Kokkos::create_mirror_view(index);
-  for (std::int64_t r = 0; r < R; ++r) host_index(r) = rows[std::size_t(r)];
-  Kokkos::deep_copy(index, host_index);
-  const RowList<Memory> subset{index, 0, R};
-
-  GradientReport report;
-  report.samples = R;
-  report.coordinates = spread_coordinates(
-      P, P <= options.max_full ? P : std::min(P, options.sampled), options.seed);
-  GradientJudge judge(options.tolerance > 0 ? options.tolerance : Tolerance::tolerance,
-                      Tolerance::floor);
-  auto fail_with = [&](const std::string& sentence) {
-    judge.finish(report);
-    report.passed = false;
-    report.diagnosis = sentence;
-    return report;
-  };
-  const double relative_step = options.step > 0 ? options.step : Tolerance::step;
-  SplitMix64 rng(options.seed ^ 0x13198a2e03707344ULL);
-  auto point = step.make_parameters();
-  auto host_point = Kokkos::create_mirror_view(point);
-  for (int p = 0; p < options.points; ++p) {
-    const std::string at = options.points > 1 ? concat(" (point ", p, ")") : std::string();
-    for (int j = 0; j < P; ++j) host_point(j) = Scalar(uniform_in(rng, options.theta_scale));
-    Kokkos::deep_copy(point, host_point);
-    const std::string drawn = concat(" with theta drawn from [-", options.theta_scale, ", ",
-                                     options.theta_scale, "]", at);
-    if (step.evaluate(point, data, subset).skipped) {
-      report.finite = false;
-      return fail_with(concat("the loss or its gradient is not finite", drawn));
-    }
-    const std::vector<double> whole = gradient_copy(step);
-    if (per_row.evaluate(point, data, subset).skipped) {
-      report.finite = false;
-      return fail_with(concat("the loss or its gradient is not finite in panels of one row",
-                              drawn));
-    }
-    const std::string failure = panels_failure<Scalar>(whole, gradient_copy(per_row), R, drawn);
-    if (!failure.empty()) {
-      report.accumulates = false;
-      return fail_with(failure);
-    }
-    std::vector<double> analytic;
-    for (const int j : report.coordinates) analytic.push_back(whole[std::size_t(j)]);
-    judge.add_point(analytic,
-                    step_central_differences(step, point, host_point, data, subset,
-                                             report.coordinates, relative_step),
-                    report.coordinates, p);
-  }
-  judge.finish(report);
-  return report;
-}
 
 }  // namespace detail
 

@@ -15,6 +15,38 @@
 #include <vector>
 
 namespace gradsum {
+namespace detail {
+
+/// Central differences of `step`'s objective over `rows` at `point` (whose
+/// host copy is `host_point`) for each coordinate j of `coordinates`, with
+/// step h_of(theta_j), each divided by the distance of the two points as
+/// stored (for float, theta_j +- h rounds); `point` is theta again after.
+/// Blocking; collective when the step is.
+template <class StepType, class Point, class HostPoint, class Data, class Rows, class Step>
+std::vector<double> step_central_differences(StepType& step, const Point& point,
+                                             const HostPoint& host_point, const Data& data,
+                                             const Rows& rows, const std::vector<int>& coordinates,
+                                             const Step& h_of) {
+  using Scalar = typename StepType::scalar_type;
+  std::vector<double> numeric;
+  for (const int j : coordinates) {
+    const Scalar t = host_point(j);
+    const Scalar h = Scalar(h_of(double(t)));
+    const Scalar up = t + h, down = t - h;
+    auto loss_at = [&](Scalar value) {
+      host_point(j) = value;
+      Kokkos::deep_copy(point, host_point);
+      return step.evaluate(point, data, rows).loss;
+    };
+    const double rise = loss_at(up) - loss_at(down);
+    host_point(j) = t;
+    numeric.push_back(rise / (double(up) - double(down)));
+  }
+  Kokkos::deep_copy(point, host_point);
+  return numeric;
+}
+
+}  // namespace detail
 
 /// Relative distance ||a - b|| / (||a|| + ||b||) of two gradient vectors
 /// (0 when both are zero). Blocking.
@@ -136,20 +168,9 @@ GradientReport gradient_check_sampled(const ExecutionSpace& space, const Model& 
   auto point = step.make_parameters();
   Kokkos::deep_copy(point, theta);
   auto host_point = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), point);
-  for (int j : out.coordinates) {
-    const Scalar original = host_point(j);
-    auto objective_at = [&](Scalar value) {
-      host_point(j) = value;
-      Kokkos::deep_copy(point, host_point);
-      return step.evaluate(point, data, subset).loss;
-    };
-    // Divided by the distance of the two points as stored: for float,
-    // theta_j +- h rounds, and 2h would be off by that rounding.
-    const Scalar h = Scalar(fd.eps), up = original + h, down = original - h;
-    numeric.push_back((objective_at(up) - objective_at(down)) / (double(up) - double(down)));
-    host_point(j) = original;
-  }
-  Kokkos::deep_copy(point, host_point);
+  numeric = detail::step_central_differences(step, point, host_point, data, subset,
+                                             out.coordinates,
+                                             [&](double) { return fd.eps; });
   using Tolerance = GradientTolerance<Scalar>;
   detail::GradientJudge judge(Tolerance::tolerance, Tolerance::floor);
   judge.add_point(analytic, numeric, out.coordinates, 0);

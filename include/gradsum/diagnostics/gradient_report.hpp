@@ -187,6 +187,11 @@ class GradientJudge {
   std::vector<CoordinateError> worst_;
 };
 
+/// A draw from U[-scale, scale].
+inline double uniform_in(SplitMix64& rng, double scale) {
+  return scale * (2 * (double(rng.next() >> 11) * 0x1.0p-53) - 1);
+}
+
 /// `count` distinct rows of 0 … n-1 drawn with `seed`: the first `count` of
 /// a seeded Fisher-Yates shuffle, in the order drawn. count <= n.
 inline std::vector<std::int64_t> draw_rows(std::int64_t n, std::int64_t count,
