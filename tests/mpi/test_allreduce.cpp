@@ -203,35 +203,6 @@ TEST_CASE_TEMPLATE_DEFINE("a rank that disagrees fails every rank, none hangs", 
 }
 TEST_CASE_TEMPLATE_APPLY(mismatch, Spaces);
 
-TEST_CASE("a message longer than MPI's int count goes in pieces, each element summed whole") {
-  // Rank r holds value i * (r + 1) at place i: the sum over p ranks is
-  // i * p (p + 1) / 2, exact in doubles and in 64-bit integers. Pieces of
-  // at most 7 values stand in for pieces of 2^31 - 1 (a buffer of 2^31
-  // values or more does not fit this machine).
-  const int p = world_size(), r = world_rank();
-  for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(100)}) {
-    std::vector<double> x(n);
-    std::vector<std::int64_t> k(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      x[i] = double(i) * (r + 1);
-      k[i] = std::int64_t(i) * (r + 1);
-    }
-    gradsum::mpi::allreduce_in_place(x.data(), n, MPI_DOUBLE, sizeof(double), MPI_SUM,
-                                     MPI_COMM_WORLD, 7);
-    gradsum::mpi::allreduce_in_place(k.data(), n, MPI_INT64_T, sizeof(std::int64_t), MPI_SUM,
-                                     MPI_COMM_WORLD, 7);
-    for (std::size_t i = 0; i < n; ++i) {
-      INFO("n " << n << " place " << i);
-      CHECK(x[i] == double(i) * p * (p + 1) / 2);
-      CHECK(k[i] == std::int64_t(i) * p * (p + 1) / 2);
-    }
-  }
-  double one = 1;
-  CHECK_THROWS_WITH_AS(gradsum::mpi::allreduce_in_place(&one, 1, MPI_DOUBLE, sizeof(double),
-                                                        MPI_SUM, MPI_COMM_WORLD, 0),
-                       doctest::Contains("max_elements is 0"), gradsum::Error);
-}
-
 TEST_CASE("Allreduce works on a communicator other than MPI_COMM_WORLD") {
   using Space = Kokkos::DefaultExecutionSpace;
   // Split the world into even and odd ranks; each half sums its own ranks.

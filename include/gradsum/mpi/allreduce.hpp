@@ -5,6 +5,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/mpi/communicator.hpp>
+#include <gradsum/mpi/messages.hpp>
 
 #include <mpi.h>
 #if defined(OPEN_MPI) && OPEN_MPI && __has_include(<mpi-ext.h>)
@@ -49,30 +50,6 @@ inline bool reports_device_support() {
 #else
   return false;
 #endif
-}
-
-/// The most elements one MPI call carries: its count is an int.
-constexpr std::size_t max_message_elements = std::size_t(2147483647);
-
-/// An in-place MPI_Allreduce of `n` values of `type` (`bytes` each) at
-/// `data`, in messages of at most `max_elements` (>= 1) values, one
-/// message when n fits: a buffer of 2^31 values or more is summed whole
-/// instead of with its count cut to an int. Each element is reduced in
-/// one message, by the same elementwise operation. Collective; every rank
-/// passes the same n.
-inline void allreduce_in_place(void* data, std::size_t n, MPI_Datatype type, std::size_t bytes,
-                               MPI_Op op, MPI_Comm comm,
-                               std::size_t max_elements = max_message_elements) {
-  if (max_elements == 0)
-    fail("gradsum::mpi::allreduce_in_place: max_elements is 0; expected 1 or more");
-  auto* at = static_cast<unsigned char*>(data);
-  std::size_t done = 0;
-  do {  // (one call, of no values, for n = 0: every rank calls as often)
-    const std::size_t count = n - done < max_elements ? n - done : max_elements;
-    check(MPI_Allreduce(MPI_IN_PLACE, at + done * bytes, int(count), type, op, comm),
-          "MPI_Allreduce");
-    done += count;
-  } while (done < n);
 }
 
 }  // namespace mpi
@@ -169,8 +146,7 @@ class Allreduce {
     mpi::check(MPI_Bcast(&length, 1, MPI_INT64_T, failing, comm_.get()), "MPI_Bcast");
     std::string message = rank() == failing ? local_error : std::string(std::size_t(length), ' ');
     if (length > 0)
-      mpi::check(MPI_Bcast(&message[0], int(length), MPI_CHAR, failing, comm_.get()),
-                 "MPI_Bcast");
+      mpi::broadcast(&message[0], std::size_t(length), MPI_CHAR, 1, failing, comm_.get());
     if (detail::has_rank_prefix(message)) return message;
     return detail::concat("rank ", failing, ": ", message);
   }
@@ -185,9 +161,8 @@ class Allreduce {
       values[i] = s.fields[i].second;
       values[n + i] = ~s.fields[i].second;
     }
-    mpi::check(MPI_Allreduce(MPI_IN_PLACE, values.data(), int(values.size()), MPI_INT64_T,
-                             MPI_MAX, comm_.get()),
-               "MPI_Allreduce");
+    mpi::allreduce_in_place(values.data(), values.size(), MPI_INT64_T, sizeof(std::int64_t),
+                            MPI_MAX, comm_.get());
     lo.resize(n);
     hi.resize(n);
     for (std::size_t i = 0; i < n; ++i) {

@@ -33,6 +33,8 @@ inline MPI_Datatype datatype<float>() { return MPI_FLOAT; }
 template <>
 inline MPI_Datatype datatype<std::int64_t>() { return MPI_INT64_T; }
 template <>
+inline MPI_Datatype datatype<std::uint64_t>() { return MPI_UINT64_T; }
+template <>
 inline MPI_Datatype datatype<int>() { return MPI_INT; }
 
 /// A duplicate of a user's communicator, owned and freed by gradsum.

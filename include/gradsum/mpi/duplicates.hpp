@@ -8,11 +8,11 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/diagnostics/duplicates.hpp>
 #include <gradsum/mpi/communicator.hpp>
+#include <gradsum/mpi/messages.hpp>
 
 #include <mpi.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -20,49 +20,6 @@
 namespace gradsum {
 namespace mpi {
 namespace detail {
-
-/// Sends send[k] to rank k (MPI_Alltoallv of 64-bit words); returns what
-/// every rank sent here, in rank order, and in `from` how many words came
-/// from each. A message past MPI's int counts fails every rank alike.
-/// Collective.
-inline std::vector<std::uint64_t> exchange(const Communicator& comm,
-                                           const std::vector<std::vector<std::uint64_t>>& send,
-                                           std::vector<std::int64_t>& from) {
-  const int p = comm.size();
-  std::vector<std::int64_t> counts(static_cast<std::size_t>(p));
-  for (int k = 0; k < p; ++k) counts[std::size_t(k)] = std::int64_t(send[std::size_t(k)].size());
-  from.assign(std::size_t(p), 0);
-  check(MPI_Alltoall(counts.data(), 1, MPI_INT64_T, from.data(), 1, MPI_INT64_T, comm.get()),
-        "MPI_Alltoall");
-  std::int64_t sent = 0, received = 0;
-  for (int k = 0; k < p; ++k) {
-    sent += counts[std::size_t(k)];
-    received += from[std::size_t(k)];
-  }
-  int too_large = sent > INT_MAX || received > INT_MAX ? 1 : 0;
-  check(MPI_Allreduce(MPI_IN_PLACE, &too_large, 1, MPI_INT, MPI_MAX, comm.get()), "MPI_Allreduce");
-  if (too_large)
-    fail_agreed(
-        "gradsum::mpi::conflicting_duplicates: a rank would send or receive "
-        "more than ",
-        INT_MAX,
-        " values in one message; spread the rows over "
-        "more ranks");
-  std::vector<int> scount(static_cast<std::size_t>(p)), sdispl(static_cast<std::size_t>(p)),
-      rcount(static_cast<std::size_t>(p)), rdispl(static_cast<std::size_t>(p));
-  std::vector<std::uint64_t> packed, out(static_cast<std::size_t>(received));
-  for (int k = 0; k < p; ++k) {
-    scount[std::size_t(k)] = int(counts[std::size_t(k)]);
-    sdispl[std::size_t(k)] = int(packed.size());
-    packed.insert(packed.end(), send[std::size_t(k)].begin(), send[std::size_t(k)].end());
-    rcount[std::size_t(k)] = int(from[std::size_t(k)]);
-    rdispl[std::size_t(k)] = k == 0 ? 0 : rdispl[std::size_t(k - 1)] + rcount[std::size_t(k - 1)];
-  }
-  check(MPI_Alltoallv(packed.data(), scount.data(), sdispl.data(), MPI_UINT64_T, out.data(),
-                      rcount.data(), rdispl.data(), MPI_UINT64_T, comm.get()),
-        "MPI_Alltoallv");
-  return out;
-}
 
 /// Where every rank's rows sit in the global numbering, and their width.
 struct ShardLayout {
@@ -125,7 +82,7 @@ std::vector<gradsum::detail::DuplicateRecord> colliding_records_at_owners(
     to.insert(to.end(), {keys.hash[i], std::uint64_t(base + std::int64_t(i)), keys.target[i]});
   }
   std::vector<std::int64_t> from;
-  const auto triples = exchange(comm, send, from);
+  const auto triples = alltoallv(send, comm, from);
   std::vector<dd::DuplicateRecord> records(triples.size() / 3);
   for (std::size_t r = 0; r < records.size(); ++r)
     records[r] = {triples[3 * r], std::int64_t(triples[3 * r + 1]), triples[3 * r + 2]};
@@ -147,7 +104,7 @@ std::vector<std::uint64_t> candidate_features(
   for (const auto& c : candidates)
     send[std::size_t(layout.home(c.row))].push_back(std::uint64_t(c.row));
   std::vector<std::int64_t> from;
-  const auto asked = exchange(comm, send, from);
+  const auto asked = alltoallv(send, comm, from);
   std::vector<std::int64_t> local(asked.size());
   for (std::size_t k = 0; k < asked.size(); ++k) local[k] = std::int64_t(asked[k]) - base;
   const auto bits = gradsum::detail::duplicate_rows_bits(space, data, local);
@@ -158,7 +115,7 @@ std::vector<std::uint64_t> candidate_features(
                                 bits.begin() + std::ptrdiff_t(at + words));
     at += words;
   }
-  const auto answers = exchange(comm, send, from);
+  const auto answers = alltoallv(send, comm, from);
   // Answers come per home rank, each in the order asked: back to candidates.
   std::vector<std::size_t> cursor(std::size_t(p), 0);
   for (int k = 1; k < p; ++k)
@@ -191,25 +148,14 @@ inline std::vector<gradsum::detail::RawDuplicateGroup> gather_groups(
   std::vector<std::int64_t> all(std::size_t(3 * p));
   check(MPI_Allgather(sizes, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, comm.get()),
         "MPI_Allgather");
-  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
-  std::int64_t total = 0;
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(p));
   report = {};
   for (int k = 0; k < p; ++k) {
-    displs[std::size_t(k)] = int(total);
-    counts[std::size_t(k)] = int(all[std::size_t(3 * k)]);
-    total += all[std::size_t(3 * k)];
+    counts[std::size_t(k)] = all[std::size_t(3 * k)];
     report.consistent_groups += all[std::size_t(3 * k + 1)];
     report.consistent_rows += all[std::size_t(3 * k + 2)];
-    if (total > INT_MAX)  // the same sums on every rank: the same refusal
-      fail_agreed(
-          "gradsum::mpi::conflicting_duplicates: the groups found take more "
-          "than ",
-          INT_MAX, " values, too many to gather");
   }
-  std::vector<std::uint64_t> gathered(static_cast<std::size_t>(total));
-  check(MPI_Allgatherv(packed.data(), int(packed.size()), MPI_UINT64_T, gathered.data(),
-                       counts.data(), displs.data(), MPI_UINT64_T, comm.get()),
-        "MPI_Allgatherv");
+  const auto gathered = allgatherv(packed, counts, comm);
   std::vector<gradsum::detail::RawDuplicateGroup> raw;
   for (std::size_t k = 0; k < gathered.size();) {
     const std::size_t m = std::size_t(gathered[k++]);

@@ -7,6 +7,7 @@
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/mpi/allreduce.hpp>
 #include <gradsum/mpi/communicator.hpp>
+#include <gradsum/mpi/messages.hpp>
 
 #include <mpi.h>
 
@@ -111,9 +112,8 @@ class RobustAllreduce {
     const auto factors = Kokkos::subview(gathered, Kokkos::make_pair(W * n, W * n + W));
     space.fence();
     if (sum_.direct()) {
-      mpi::check(MPI_Allgather(buffer.data(), int(n), mpi::datatype<Scalar>(), values.data(),
-                               int(n), mpi::datatype<Scalar>(), sum_.communicator()),
-                 "MPI_Allgather");
+      mpi::allgather(buffer.data(), values.data(), n, mpi::datatype<Scalar>(), sizeof(Scalar),
+                     sum_.communicator());
     } else {
       Kokkos::View<Scalar*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
           reinterpret_cast<Scalar*>(host_gathered_.data()), W * n);
@@ -121,9 +121,8 @@ class RobustAllreduce {
                                                           std::size_t(rank() + 1) * n));
       Kokkos::deep_copy(space, mine, buffer);
       space.fence();
-      mpi::check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, host.data(), int(n),
-                               mpi::datatype<Scalar>(), sum_.communicator()),
-                 "MPI_Allgather");
+      mpi::allgather(MPI_IN_PLACE, host.data(), n, mpi::datatype<Scalar>(), sizeof(Scalar),
+                     sum_.communicator());
       Kokkos::deep_copy(space, values, host);
     }
     if (rule_.needs_counts()) {

@@ -8,6 +8,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/diagnostics/suspect_rows.hpp>
 #include <gradsum/mpi/communicator.hpp>
+#include <gradsum/mpi/messages.hpp>
 
 #include <mpi.h>
 
@@ -50,19 +51,8 @@ std::vector<Suspect> suspect_rows(const Communicator& comm, const History& histo
   packed.reserve(4 * mine.size());
   for (const auto& s : mine)
     packed.insert(packed.end(), {double(s.row), s.target, s.predicted, s.score});
-  int count = int(packed.size());
-  std::vector<int> counts(std::size_t(comm.size())), offsets(std::size_t(comm.size()));
-  check(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm.get()),
-        "MPI_Allgather");
-  int total = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    offsets[r] = total;
-    total += counts[r];
-  }
-  std::vector<double> all(static_cast<std::size_t>(total));
-  check(MPI_Allgatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(),
-                       offsets.data(), MPI_DOUBLE, comm.get()),
-        "MPI_Allgatherv");
+  std::vector<std::int64_t> counts;
+  const auto all = allgatherv(packed, comm, counts);
   std::vector<Suspect> merged(all.size() / 4);
   for (std::size_t i = 0; i < merged.size(); ++i)
     merged[i] = Suspect{std::int64_t(all[4 * i]), all[4 * i + 1], all[4 * i + 2],
