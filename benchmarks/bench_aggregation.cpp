@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Aggregation against the raw MPI_Allreduce of the same buffer, in the
 // same run, 1 KiB to 64 MiB, and the cost of Step::watch_workers on a
-// 1 MiB gradient. Run under mpiexec; rank 0 reports.
+// 1 MiB gradient, and an MLP step's buckets sent during its backward pass
+// against one message after it. Run under mpiexec; rank 0 reports.
 //
 //   mpiexec -n 2 bench_aggregation [--benchmark_out=FILE] [benchmark flags]
 //
@@ -177,6 +178,56 @@ void watch_workers_cost(benchmark::State& state) {
   state.counters["rows_per_rank"] = double(rows);
 }
 
+// The MLP 784-1024-1024-10 step in float (`rows` samples per rank) three
+// ways, in turn: without communication (Local: the compute alone), with one
+// message after the backward pass, and with buckets of `cap` bytes sent
+// while the backward pass runs. The communication is one message's time
+// beyond the compute, the exposed communication the buckets' time beyond
+// it: `exposed_fraction` (exposed over communication; the aim: at most
+// 0.15 on a link slow enough that `comm_fraction`, the communication's
+// share of the one-message step, is a third or more) and `early`, the
+// buckets that left while layers were still to run, per step.
+void overlap_mlp(benchmark::State& state) {
+  const auto rows = std::int64_t(state.range(0));
+  const auto cap = std::size_t(state.range(1));
+  const gradsum::MLP net(784, {1024, 1024}, 10, gradsum::Activation::relu);
+  const auto data = gradsum_bench::random_dataset<Space, float>(rows, 784, 10, 41);
+  auto make = [&](const auto& aggregation) {
+    return gradsum::make_step<float>(Space(), net, gradsum::SoftmaxCrossEntropy{},
+                                     gradsum::SGD{1e-3}, gradsum::Objective{},
+                                     gradsum::Analytic{}, gradsum::Sum{}, aggregation);
+  };
+  auto alone = make(gradsum::Local{});
+  auto one = make(gradsum::Allreduce(MPI_COMM_WORLD));
+  auto buckets = make(gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic,
+                                         gradsum::Buckets{0, cap / sizeof(float)}));
+  auto theta = alone.make_parameters();
+  gradsum::initialize(net, gradsum::Initializer::he_normal().with_seed(5), theta);
+  std::vector<double> compute, message, bucketed;
+  const auto early = buckets.aggregation().early_buckets();
+  for (auto _ : state) {
+    const std::size_t first = compute.size();
+    for (std::size_t i = 0; i < 3; ++i) {
+      switch ((i + first) % 3) {
+        case 0: compute.push_back(max_time([&] { alone.evaluate(theta, data); })); break;
+        case 1: message.push_back(max_time([&] { one.evaluate(theta, data); })); break;
+        default: bucketed.push_back(max_time([&] { buckets.evaluate(theta, data); }));
+      }
+    }
+    state.SetIterationTime(bucketed.back());
+  }
+  const double c = median(compute), m = median(message), b = median(bucketed);
+  state.counters["compute_median_us"] = c * 1e6;
+  state.counters["one_message_median_us"] = m * 1e6;
+  state.counters["buckets_median_us"] = b * 1e6;
+  state.counters["comm_fraction"] = (m - c) / m;
+  state.counters["exposed_fraction"] = (b - c) / (m - c);
+  state.counters["early"] =
+      double(buckets.aggregation().early_buckets() - early) / double(bucketed.size());
+  state.counters["rows_per_rank"] = double(rows);
+  state.counters["cap_bytes"] = double(cap);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -195,5 +246,9 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(("watch_workers/1MiB/rows:" + std::to_string(rows)).c_str(),
                                    watch_workers_cost)
           ->Arg(rows)->UseManualTime()->Iterations(40)->Unit(benchmark::kMicrosecond);
+    for (std::int64_t cap : {std::int64_t(1) << 18, std::int64_t(1) << 20, std::int64_t(1) << 22})
+      benchmark::RegisterBenchmark(("overlap/mlp784-1024-1024-10/rows:256/cap:" +
+                                    std::to_string(cap)).c_str(), overlap_mlp)
+          ->Args({256, cap})->UseManualTime()->Iterations(15)->Unit(benchmark::kMillisecond);
   });
 }

@@ -30,8 +30,9 @@ using Aggregation = gradsum::RobustAllreduce;
 using Aggregation = gradsum::Local;
 #endif
 
-/// The aggregation of every rank's gradient, by `rule` when there are several ranks.
-Aggregation make_aggregation(const gradsum::RobustRule& rule);
+/// The aggregation of every rank's gradient: by --aggregate's rule when
+/// there are several ranks, the sum in --bucket-cap's buckets.
+Aggregation make_aggregation(const Options& o);
 
 /// --aggregate's rule (an empty rule: the sum).
 gradsum::RobustRule robust_rule(const Options& o);

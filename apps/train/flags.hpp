@@ -64,7 +64,7 @@ inline const std::vector<std::string>& text_flags() {
       "--optimizer", "--lr", "--momentum", "--beta1", "--beta2", "--eps", "--weight-decay",
       "--schedule", "--warmup", "--clip-norm", "--l2", "--seed", "--space", "--save-params",
       "--save-model", "--init-params", "--print-gradient", "--checkpoint", "--checkpoint-every",
-      "--resume", "--progress", "--help", "-h", "--kokkos-"};
+      "--resume", "--progress", "--bucket-cap", "--help", "-h", "--kokkos-"};
   return names;
 }
 
@@ -219,6 +219,14 @@ inline const std::vector<gradsum_apps::Flag<Options>> flags = {
      "used only by a robust --aggregate)",
      [](Options& o, const Value& v) { o.workers = int(v.integer(1, 4096)); },
      same<&Options::workers>},
+    {"--bucket-cap", "BYTES",
+     "with several ranks, sum the gradient in buckets of at\n"
+     "most BYTES (0, the default: one message after the\n"
+     "backward pass); a GPT sends each bucket while its\n"
+     "backward pass runs. Every element is added in rank\n"
+     "order: the same bits whatever BYTES",
+     [](Options& o, const Value& v) { o.bucket_cap = v.integer(0, std::int64_t(1) << 40); },
+     same<&Options::bucket_cap>},
     {"--epochs", "E", "passes over the data, >= 0 (default 10)",
      [](Options& o, const Value& v) { o.epochs = int(v.integer(0, 100000000)); },
      same<&Options::epochs>},

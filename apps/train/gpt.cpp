@@ -166,6 +166,7 @@ int train_gpt_as(const Context& context, const TextInputs& text, const Aggregati
   announce<Space, Scalar>(context, gpt.num_parameters(), train.num_tokens(),
                           text.vocabulary.size(), step.aggregation().size(), plan.batch,
                           plan.per_epoch);
+  print_buckets(context, step.aggregation().size(), true);
   // The validation part, checked before training (shorter than a window:
   // an error now, not after the run).
   std::vector<std::int32_t> validation_ids = text.validation;

@@ -10,6 +10,7 @@
 #include "models.hpp"
 #include "plan.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -19,13 +20,20 @@
 namespace gradsum_train {
 
 #if GRADSUM_ENABLE_MPI
-Aggregation make_aggregation(const gradsum::RobustRule& rule) {
+Aggregation make_aggregation(const Options& o) {
   int ranks = 1;
   gradsum::mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &ranks), "MPI_Comm_size");
-  return Aggregation(MPI_COMM_WORLD, ranks > 1 ? rule : gradsum::RobustRule{});
+  // --bucket-cap in values of the step's scalar (a GPT's float unless
+  // --precision double), at least one.
+  const std::int64_t scalar = o.model == "gpt" && o.precision != "double" ? 4 : 8;
+  const std::size_t values = std::min(std::size_t(std::max<std::int64_t>(o.bucket_cap / scalar, 1)),
+                                      std::size_t(gradsum::mpi::max_message_elements));
+  const gradsum::Buckets buckets{0, o.bucket_cap > 0 ? values : 0};
+  return Aggregation(MPI_COMM_WORLD, ranks > 1 ? robust_rule(o) : gradsum::RobustRule{},
+                     gradsum::DeviceBuffers::automatic, buckets);
 }
 #else
-Aggregation make_aggregation(const gradsum::RobustRule&) { return Aggregation{}; }
+Aggregation make_aggregation(const Options&) { return Aggregation{}; }
 #endif
 
 gradsum::RobustRule robust_rule(const Options& o) {
@@ -118,7 +126,7 @@ int train_chosen_model(const Context& context, const Aggregation& aggregation,
 // lists the duplicates if asked, and trains. Collective.
 int run(Context& context) {
   const Options& options = context.options;
-  Aggregation aggregation = make_aggregation(robust_rule(options));
+  Aggregation aggregation = make_aggregation(options);
   if (!options.text.empty()) return run_text(context, aggregation);
   gradsum::Table whole;  // --duplicates: the rows before any split
   // Reading can fail on one rank only (a file missing on one node): every

@@ -74,6 +74,7 @@ struct Options {
   int trimmed_k = 0;              // --aggregate trimmed:K
   double clip_c = 0;              // --aggregate clip:C
   int workers = 4;                // virtual workers of a robust aggregate on one rank
+  std::int64_t bucket_cap = 0;    // --bucket-cap: bytes per bucket of the sum, 0 = one message
   int epochs = 10;
   std::int64_t batch = 0;  // 0 = full batch
   double l2 = 0.0;

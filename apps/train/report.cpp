@@ -36,6 +36,16 @@ void print_banner(const Context& context, const Banner& b) {
     say("gradsum-train: reduce %s, aggregate %s over %d %s\n", o.reduce.c_str(),
         robust_rule(o).name().c_str(), b.ranks > 1 ? b.ranks : o.workers,
         b.ranks > 1 ? "ranks" : "virtual workers");
+  print_buckets(context, b.ranks, false);
+}
+
+void print_buckets(const Context& context, int ranks, bool overlapped) {
+  const Options& o = context.options;
+  if (ranks > 1 && o.bucket_cap > 0 && o.aggregate == "sum")
+    context.say("gradsum-train: the sum in buckets of at most %lld bytes%s, each element added in "
+                "rank order\n",
+                static_cast<long long>(o.bucket_cap),
+                overlapped ? ", sent while the backward pass runs" : "");
 }
 
 void report_stop(const Printer& say, const gradsum::FitResult& fitted) {

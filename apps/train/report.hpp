@@ -24,6 +24,10 @@ struct Banner {
 /// Prints the banner: the run, the class names, the reduction and aggregation.
 void print_banner(const Context& context, const Banner& banner);
 
+/// Prints how the sum is cut (--bucket-cap) when it is, on several ranks;
+/// `overlapped`: the buckets leave during the backward pass.
+void print_buckets(const Context& context, int ranks, bool overlapped);
+
 /// Prints why training stopped (a stopping rule, a callback), if it did.
 void report_stop(const Printer& say, const gradsum::FitResult& fitted);
 

@@ -4,6 +4,8 @@
 #include <gradsum/core/signature.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/model/detail/backward_progress.hpp>
+#include <gradsum/mpi/buckets.hpp>
 #include <gradsum/mpi/communicator.hpp>
 #include <gradsum/mpi/messages.hpp>
 
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace gradsum {
@@ -59,15 +62,34 @@ inline bool reports_device_support() {
 /// block, the loss sum, the sample count and the failure count travel in
 /// one message. The MPI datatype follows the scalar type.
 ///
+/// With Buckets, the buffer goes in buckets instead, each element summed in
+/// rank order by gradsum (mpi/buckets.hpp: the same bits whatever the
+/// buckets), and a step on the network path sends each bucket of the
+/// gradient as soon as the backward pass has finished it, while the earlier
+/// layers compute (overlap()).
+///
 /// Takes any communicator and works on a duplicate of it. The step's
 /// constructor, evaluate() and operator() become collective over it.
 /// Memory the host cannot access is staged through a host buffer allocated
-/// once by allocate(), unless MPI is GPU-aware (see DeviceBuffers).
+/// once by allocate(), unless MPI is GPU-aware (see DeviceBuffers; buckets
+/// are summed on the host, so they always stage such memory).
 class Allreduce {
  public:
-  /// Aggregates over the processes of `comm` (duplicated; collective).
-  explicit Allreduce(MPI_Comm comm, DeviceBuffers device_buffers = DeviceBuffers::automatic)
-      : comm_(comm), mode_(device_buffers) {}
+  /// Aggregates over the processes of `comm` (duplicated; collective),
+  /// in `buckets` when they are enabled. Every rank passes the same buckets.
+  explicit Allreduce(MPI_Comm comm, DeviceBuffers device_buffers = DeviceBuffers::automatic,
+                     Buckets buckets = {})
+      : comm_(comm), mode_(device_buffers), buckets_(buckets) {
+    if (buckets.enabled()) {
+      if (buckets.size > mpi::max_message_elements || buckets.first > mpi::max_message_elements)
+        fail("gradsum::Allreduce: buckets of ", buckets.first, " then ", buckets.size,
+             " values; expected at most ", mpi::max_message_elements);
+      bucketed_ = std::make_shared<Bucketed>(comm);
+    } else if (buckets.first > 0) {
+      fail("gradsum::Allreduce: a first bucket of ", buckets.first,
+           " values but a bucket size of 0 (no buckets); give the size of the later buckets");
+    }
+  }
 
   /// Short name used in messages and command lines.
   static const char* name() { return "allreduce"; }
@@ -81,9 +103,16 @@ class Allreduce {
   std::int64_t calls() const { return *calls_; }
   /// Whether buffers go to MPI directly (after allocate()).
   bool direct() const { return direct_; }
+  /// How the sums are cut (Buckets; not enabled: one MPI_Allreduce).
+  const Buckets& buckets() const { return buckets_; }
+  /// Buckets started while layers of a backward pass were still to run
+  /// (before the first layer's gradient was final), over all steps so far
+  /// (overlap()).
+  std::int64_t early_buckets() const { return bucketed_ ? bucketed_->early : 0; }
 
   /// Decides how buffers of `length` Scalars in `MemorySpace` reach MPI and
-  /// allocates the host staging buffer when they need one.
+  /// allocates the host staging buffer (and the buckets' room) when they
+  /// need one.
   template <class Scalar, class MemorySpace>
   void allocate(std::size_t length) {
     const bool host_accessible =
@@ -91,8 +120,10 @@ class Allreduce {
     direct_ = mode_ == DeviceBuffers::direct ||
               (mode_ == DeviceBuffers::automatic &&
                (host_accessible || mpi::reports_device_support()));
+    if (bucketed_ && !host_accessible) direct_ = false;
     if (!direct_ && staging_.size() < length * sizeof(Scalar))
       staging_.resize(length * sizeof(Scalar));
+    if (bucketed_) bucketed_->reserve<Scalar>(length, buckets_, size());
   }
 
   /// Sums `buffer` over all processes, in place. Fences `space` first.
@@ -100,7 +131,36 @@ class Allreduce {
   template <class ExecutionSpace, class View>
   void aggregate(const ExecutionSpace& space, const View& buffer) {
     ++*calls_;
-    allreduce(space, buffer, MPI_SUM);
+    if (bucketed_)
+      sum_in_buckets(space, buffer);
+    else
+      allreduce(space, buffer, MPI_SUM);
+  }
+
+  /// Whether overlap() can send a buffer like `View`'s while the backward
+  /// pass runs: buckets enabled, more than one rank, memory the host can
+  /// access. The same on every rank.
+  template <class View>
+  bool overlaps() const {
+    return bucketed_ && size() > 1 &&
+           Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible;
+  }
+
+  template <class ExecutionSpace, class View>
+  class Overlap;
+
+  /// The sum of a step's message (`buffer`: the gradient's first
+  /// `gradient` values, then the loss and the step's slots) in buckets,
+  /// started while the backward pass runs: while the returned object
+  /// listens (`listen`), each bucket of the gradient starts as soon as the
+  /// backward pass reports it final (model/detail/backward_progress.hpp);
+  /// Overlap::finish() sends the rest and waits. The buckets, and the order
+  /// in which they start, are the same on every rank whatever each one
+  /// listens to. Needs overlaps<View>(). Collective (through finish()).
+  template <class ExecutionSpace, class View>
+  Overlap<ExecutionSpace, View> overlap(const ExecutionSpace& space, const View& buffer,
+                                        std::size_t gradient, bool listen) {
+    return Overlap<ExecutionSpace, View>(*this, space, buffer, gradient, listen);
   }
 
   /// Element-wise maximum of `values` over all processes, in place (the
@@ -114,13 +174,16 @@ class Allreduce {
   /// step (the same signature: its fields, then their values) and that none
   /// failed locally; otherwise every process throws the same
   /// gradsum::AgreedError. Collective.
-  void agree(const Signature& signature, const std::string& local_error) {
+  void agree(const Signature& step_signature, const std::string& local_error) {
+    Signature signature = step_signature;
+    signature.add("allreduce bucket size", std::int64_t(buckets_.size));
+    signature.add("allreduce first bucket", std::int64_t(buckets_.first));
     std::string names;
     for (const auto& field : signature.fields) names += field.first + '\n';
     Signature shape = signature;
     shape.fields.clear();
     shape.add("local failure", local_error.empty() ? 0 : 1);
-    shape.add("number of signature fields", std::int64_t(signature.fields.size()));
+    shape.add("number of signature fields", std::int64_t(step_signature.fields.size()));
     shape.add_hash("names of the signature fields", names);
     std::vector<std::int64_t> lo, hi;
     min_max(shape, lo, hi);
@@ -194,11 +257,196 @@ class Allreduce {
     space.fence();
   }
 
+  // What the buckets keep: the communicator of the gathers, the engines
+  // (one per scalar type), the plan and the room the exchanges receive in.
+  struct Bucketed {
+    explicit Bucketed(MPI_Comm comm) : gather(comm) {}
+    mpi::Communicator gather;
+    mpi::detail::RankOrderSum<double> doubles;
+    mpi::detail::RankOrderSum<float> floats;
+    mpi::detail::RankOrderSum<std::int64_t> integers;
+    std::vector<mpi::detail::BucketRange> plan;
+    std::vector<unsigned char> room;
+    std::int64_t early = 0;
+
+    template <class Scalar>
+    mpi::detail::RankOrderSum<Scalar>& engine() {
+      if constexpr (std::is_same<Scalar, double>::value) return doubles;
+      else if constexpr (std::is_same<Scalar, float>::value) return floats;
+      else {
+        static_assert(std::is_same<Scalar, std::int64_t>::value,
+                      "gradsum::Allreduce: buckets sum double, float or std::int64_t values");
+        return integers;
+      }
+    }
+    // The plan of `length` values (`gradient` of them cut from the end
+    // down, the rest one bucket), room for its exchanges.
+    template <class Scalar>
+    Scalar* prepare(std::size_t length, std::size_t gradient, const Buckets& b, int p) {
+      plan.clear();
+      mpi::detail::cut_buckets(gradient, b, plan);
+      if (length > gradient) plan.push_back({gradient, length});
+      reserve<Scalar>(length, plan.size(), p);
+      return reinterpret_cast<Scalar*>(room.data());
+    }
+    // Room for the buckets of `length` values (allocate(): more than any
+    // plan of them holds, the first bucket and the tail included).
+    template <class Scalar>
+    void reserve(std::size_t length, const Buckets& b, int p) {
+      const std::size_t limit = mpi::message_elements();
+      reserve<Scalar>(length, length / (b.size < limit ? b.size : limit) + 3, p);
+    }
+    template <class Scalar>
+    void reserve(std::size_t length, std::size_t count, int p) {
+      const std::size_t bytes =
+          mpi::detail::RankOrderSum<Scalar>::room_needed(length, count, p) * sizeof(Scalar);
+      if (room.size() < bytes) room.resize(bytes);
+    }
+  };
+
+  // The buffer in buckets, each element in rank order; through the host
+  // staging buffer where the host cannot read it.
+  template <class ExecutionSpace, class View>
+  void sum_in_buckets(const ExecutionSpace& space, const View& buffer) {
+    using Value = typename View::non_const_value_type;
+    space.fence();
+    if (size() == 1) return;
+    const std::size_t n = buffer.extent(0);
+    constexpr bool host =
+        Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible;
+    Value* data = buffer.data();
+    Kokkos::View<Value*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> staged;
+    if constexpr (!host) {
+      if (staging_.size() < n * sizeof(Value))
+        fail("gradsum::Allreduce: buffer of ", n,
+             " values exceeds the staging buffer; call allocate() first");
+      staged = decltype(staged)(reinterpret_cast<Value*>(staging_.data()), n);
+      Kokkos::deep_copy(space, staged, buffer);
+      space.fence();
+      data = staged.data();
+    }
+    auto& engine = bucketed_->template engine<Value>();
+    Value* room = bucketed_->template prepare<Value>(n, n, buckets_, size());
+    engine.begin(data, room, comm_.get(), bucketed_->gather.get());
+    for (const auto& range : bucketed_->plan) engine.start(range);
+    engine.finish();
+    if constexpr (!host) {
+      Kokkos::deep_copy(space, buffer, staged);
+      space.fence();
+    }
+  }
+
   mpi::Communicator comm_;
   DeviceBuffers mode_;
+  Buckets buckets_;
   bool direct_ = true;
   std::vector<unsigned char> staging_;
   std::shared_ptr<std::int64_t> calls_ = std::make_shared<std::int64_t>(0);
+  std::shared_ptr<Bucketed> bucketed_;
+};
+
+/// A step's message summed in buckets while the backward pass runs
+/// (Allreduce::overlap). Listens to the backward pass from construction to
+/// local_nonfinite() or finish(); not copied or moved.
+template <class ExecutionSpace, class View>
+class Allreduce::Overlap final : public detail::BackwardListener {
+ public:
+  using Scalar = typename View::non_const_value_type;
+
+  Overlap(Allreduce& owner, const ExecutionSpace& space, const View& buffer, std::size_t gradient,
+          bool listen)
+      : owner_(owner),
+        space_(space),
+        data_(buffer.data()),
+        length_(buffer.extent(0)),
+        gradient_(gradient),
+        frontier_(gradient),
+        engine_(owner.bucketed_->template engine<Scalar>()),
+        plan_(owner.bucketed_->plan) {
+    static_assert(Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                             typename View::memory_space>::accessible,
+                  "gradsum::Allreduce::overlap: the host must be able to read the buffer");
+    Scalar* room = owner.bucketed_->template prepare<Scalar>(length_, gradient, owner.buckets_,
+                                                             owner.size());
+    engine_.begin(data_, room, owner.comm_.get(), owner.bucketed_->gather.get());
+    if (listen) {
+      previous_ = detail::backward_listener();
+      detail::backward_listener() = this;
+      listening_ = true;
+    }
+  }
+  ~Overlap() { stop(); }
+  Overlap(const Overlap&) = delete;
+  Overlap& operator=(const Overlap&) = delete;
+
+  /// Starts the gradient's buckets that now lie wholly at or after `first`
+  /// (fencing the space first), and moves the started ones on.
+  void final_from(const void* first) override {
+    const std::ptrdiff_t at = static_cast<const Scalar*>(first) - data_;
+    if (at >= 0 && std::size_t(at) < frontier_) {
+      frontier_ = std::size_t(at);
+      bool fenced = false;
+      while (next_ < plan_.size() && plan_[next_].end <= gradient_ &&
+             plan_[next_].begin >= frontier_) {
+        if (!fenced) space_.fence();
+        fenced = true;
+        send(plan_[next_++], true);
+        if (frontier_ > 0) ++owner_.bucketed_->early;  // layers still to run
+      }
+    }
+    engine_.progress();
+  }
+
+  /// Stops listening; whether this rank's own gradient or loss (the first
+  /// gradient + 1 values) holds a value that is not finite, the buckets
+  /// already started included. Fences the space.
+  bool local_nonfinite() {
+    stop();
+    space_.fence();
+    // The gradient's buckets not started yet are [0, below).
+    const std::size_t below =
+        next_ < plan_.size() && plan_[next_].end <= gradient_ ? plan_[next_].end : 0;
+    for (std::size_t j = 0; j < below && j < gradient_; ++j)
+      if (!is_finite(data_[j])) nonfinite_ = true;
+    if (gradient_ < length_ && !is_finite(data_[gradient_])) nonfinite_ = true;
+    checked_ = true;
+    return nonfinite_;
+  }
+
+  /// Starts the buckets left (the slots last) and waits until every one is
+  /// summed on every rank. Fences the space. Collective.
+  void finish() {
+    stop();
+    space_.fence();
+    while (next_ < plan_.size()) send(plan_[next_++], false);
+    engine_.finish();
+    ++*owner_.calls_;
+  }
+
+ private:
+  static bool is_finite(Scalar x) { return x == x && x - x == Scalar(0); }
+
+  void send(const mpi::detail::BucketRange& range, bool check) {
+    if (check && !checked_)
+      for (std::size_t j = range.begin; j < range.end; ++j)
+        if (!is_finite(data_[j])) nonfinite_ = true;
+    engine_.start(range);
+  }
+  void stop() {
+    if (!listening_) return;
+    detail::backward_listener() = previous_;
+    listening_ = false;
+  }
+
+  Allreduce& owner_;
+  ExecutionSpace space_;
+  Scalar* data_;
+  std::size_t length_, gradient_, frontier_;
+  mpi::detail::RankOrderSum<Scalar>& engine_;
+  const std::vector<mpi::detail::BucketRange>& plan_;
+  std::size_t next_ = 0;
+  bool listening_ = false, nonfinite_ = false, checked_ = false;
+  detail::BackwardListener* previous_ = nullptr;
 };
 
 }  // namespace gradsum

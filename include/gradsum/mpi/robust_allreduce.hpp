@@ -39,10 +39,12 @@ namespace gradsum {
 class RobustAllreduce {
  public:
   /// Aggregates over the processes of `comm` (duplicated; collective) with
-  /// `rule`.
+  /// `rule`; the sum (rule_.changes() false) in `buckets` when they are
+  /// enabled (Allreduce; a robust rule gathers every rank's whole buffer
+  /// in one message whatever the buckets).
   RobustAllreduce(MPI_Comm comm, RobustRule rule,
-                  DeviceBuffers device_buffers = DeviceBuffers::automatic)
-      : sum_(comm, device_buffers), rule_(rule) {}
+                  DeviceBuffers device_buffers = DeviceBuffers::automatic, Buckets buckets = {})
+      : sum_(comm, device_buffers, buckets), rule_(rule) {}
 
   /// Short name used in messages and command lines.
   static const char* name() { return "robust-allreduce"; }
@@ -56,6 +58,24 @@ class RobustAllreduce {
   bool robust() const { return rule_.changes(size()); }
   /// The (duplicated) communicator.
   MPI_Comm communicator() const { return sum_.communicator(); }
+
+  /// How the sum is cut (Allreduce::buckets).
+  const Buckets& buckets() const { return sum_.buckets(); }
+  /// Buckets started during backward passes (Allreduce::early_buckets).
+  std::int64_t early_buckets() const { return sum_.early_buckets(); }
+  /// Whether a step's message is summed in buckets during the backward
+  /// pass: the sum, in buckets (Allreduce::overlaps).
+  template <class View>
+  bool overlaps() const {
+    return !robust() && sum_.template overlaps<View>();
+  }
+  /// The sum in buckets during the backward pass (Allreduce::overlap);
+  /// needs overlaps<View>().
+  template <class ExecutionSpace, class View>
+  Allreduce::Overlap<ExecutionSpace, View> overlap(const ExecutionSpace& space, const View& buffer,
+                                                   std::size_t gradient, bool listen) {
+    return sum_.overlap(space, buffer, gradient, listen);
+  }
 
   /// Prepares for buffers of `length` Scalars in `MemorySpace`: Allreduce's
   /// staging, and room for every rank's buffer (W length + W Scalars) in

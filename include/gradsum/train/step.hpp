@@ -357,7 +357,7 @@ class Step {
     // The count the mean divides by: loss terms, rows x positions per row.
     const std::int64_t count = rows.size() * detail::positions_per_row(model_);
     return workers_.sum(space_, reduction_, aggregation_,
-                        detail::local_part(ok, count, sum, put), message_);
+                        detail::local_part(ok, count, sum, put, local_.one_pass(rows)), message_);
   }
 
   // The gradient policy's sums over `part` into `sums` (by `target`, a

@@ -26,6 +26,7 @@
 #include <gradsum/linalg/gemm.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
 #include <gradsum/model/activation.hpp>
+#include <gradsum/model/detail/backward_progress.hpp>
 #include <gradsum/model/detail/dense_layers.hpp>
 #include <gradsum/model/layers/detail/elementwise.hpp>
 
@@ -270,8 +271,21 @@ struct LayerwisePanels {
     return CMatrix(outputs[layers.count - 1], m, layers.layer[layers.count - 1].outputs);
   }
 
+  // The first and one past the last parameter of a layer's block.
+  static std::int64_t block_begin(const DenseLayer& layer) {
+    return layer.form == DenseForm::rows_with_bias ? layer.weights
+                                                   : std::min(layer.weights, layer.bias);
+  }
+  static std::int64_t block_end(const DenseLayer& layer) {
+    const std::int64_t weights = std::int64_t(layer.inputs) * layer.outputs;
+    return layer.form == DenseForm::rows_with_bias
+               ? layer.weights + weights + layer.outputs
+               : std::max(layer.weights + weights, layer.bias + layer.outputs);
+  }
+
   /// The gradient into g (added), from the loss derivative in deltas[0],
-  /// after forward() of the same panel. Asynchronous.
+  /// after forward() of the same panel; reports each layer's block final
+  /// as it goes (model/detail/backward_progress.hpp). Asynchronous.
   template <class Space>
   void backward(const Space& space, const Scalar* w, Scalar* g, const CMatrix& a0,
                 std::int64_t m) const {
@@ -289,8 +303,15 @@ struct LayerwisePanels {
         gemm(space, 'N', 'N', Scalar(1), CMatrix(ones, 1, m), delta, Scalar(1),
              Matrix(g + layer.bias, 1, layer.outputs));
       }
-      if (l == 0) break;
+      // Layers laid out first to last: every entry from this one's on is
+      // final (model/detail/backward_progress.hpp).
+      if (l == 0) {
+        report_final(g + block_begin(layer));
+        break;
+      }
       if constexpr (Layers::capacity > 1) {
+        if (block_end(layers.layer[l - 1]) <= block_begin(layer))
+          report_final(g + block_begin(layer));
         const Matrix previous(deltas[cur ^ 1], m, layer.inputs);
         gemm(space, 'N', 'T', Scalar(1), delta,
              CMatrix(w + layer.weights, layer.inputs, layer.outputs), Scalar(0), previous);
@@ -328,7 +349,12 @@ void layerwise_sum(const Space& space, const Model& model, const Loss& loss, con
               Targets{data.targets(), rows, first}, Panel<Scalar, Memory>(panels.deltas[0], m, k),
               panels.panel_loss);
     add_scalar(space, total, panels.panel_loss);
-    panels.backward(space, theta.data(), out.data(), a0, m);
+    if (first + m < rows.size()) {  // a later panel still adds: nothing is final yet
+      const ScopedBackwardListener quiet(nullptr);
+      panels.backward(space, theta.data(), out.data(), a0, m);
+    } else {
+      panels.backward(space, theta.data(), out.data(), a0, m);
+    }
   }
 }
 

@@ -22,6 +22,7 @@
 #include <gradsum/gradient/detail/layerwise.hpp>
 #include <gradsum/linalg/gemm.hpp>
 #include <gradsum/loss/detail/value_and_derivative.hpp>
+#include <gradsum/model/detail/backward_progress.hpp>
 #include <gradsum/model/layer.hpp>
 
 #include <algorithm>
@@ -204,7 +205,9 @@ struct NetworkPanels {
 /// gradient into out(0 … P), the summed loss (over every position) into
 /// out(P), in panels sized by `work` (network_workspace_size scalars or
 /// more). Without `backward`, the loss alone (the forward passes; the
-/// gradient's entries stay 0). Asynchronous.
+/// gradient's entries stay 0). The last panel's backward reports the
+/// gradient's final entries as they come (model/detail/backward_progress.hpp).
+/// Asynchronous.
 template <class Space, class Net, class Loss, class Theta, class Data, class Rows, class Out,
           class Work>
 void network_sum(const Space& space, const Net& net, const Loss& loss, const Theta& theta,
@@ -234,7 +237,14 @@ void network_sum(const Space& space, const Net& net, const Loss& loss, const The
                 RowTargets<typename Data::targets_view, Rows>{data.targets(), rows, first}, delta,
                 panels.panel_loss);
     add_scalar(space, total, panels.panel_loss);
-    if (backward) panels.backward(space, l, theta.data(), out.data(), in);
+    if (!backward) continue;
+    if (first + m < rows.size()) {  // a later panel still adds: nothing is final yet
+      const ScopedBackwardListener quiet(nullptr);
+      panels.backward(space, l, theta.data(), out.data(), in);
+    } else {
+      panels.backward(space, l, theta.data(), out.data(), in);
+      report_final(out.data());
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 /// copy's output and two buffers that hand the input's gradient back.
 
 #include <gradsum/core/error.hpp>
+#include <gradsum/model/detail/backward_progress.hpp>
 #include <gradsum/model/layer.hpp>
 
 #include <cstddef>
@@ -58,7 +59,8 @@ class Repeated {
                      work + std::size_t(k) * copy_size(t));
   }
 
-  /// Each copy's backward, last first. Asynchronous.
+  /// Each copy's backward, last first, each reporting that the gradient
+  /// from its slice on is final. Asynchronous.
   template <class Space, class Scalar, class Memory>
   void backward(const Space& space, const Scalar* theta, Tokens t, LayerInput<Scalar, Memory> in,
                 LayerInput<Scalar, Memory> out, LayerInput<Scalar, Memory> dout, Scalar* g,
@@ -74,6 +76,7 @@ class Repeated {
                       k == 0 ? in : LayerInput<Scalar, Memory>(output_of<Scalar, Memory>(k - 1, work, t)),
                       k + 1 == count_ ? out : LayerInput<Scalar, Memory>(output_of<Scalar, Memory>(k, work, t)),
                       gradient, g + parameters_of(k), d_input, work + std::size_t(k) * copy_size(t));
+      detail::report_final(g + parameters_of(k));
       gradient = d_input;
     }
   }

@@ -11,6 +11,7 @@
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
+#include <gradsum/model/detail/backward_progress.hpp>
 #include <gradsum/model/layer.hpp>
 
 #include <array>
@@ -121,7 +122,9 @@ class Sequential {
   }
 
   /// Every layer's backward, last first, each one's input gradient the
-  /// output gradient of the one before. Asynchronous.
+  /// output gradient of the one before; after each, reports that the
+  /// gradient from its slice on is final (model/detail/backward_progress.hpp).
+  /// Asynchronous.
   template <class Space, class Scalar, class Memory>
   void backward(const Space& space, const Scalar* theta, Tokens t, LayerInput<Scalar, Memory> in,
                 LayerInput<Scalar, Memory> out, LayerInput<Scalar, Memory> dout, Scalar* g,
@@ -142,6 +145,7 @@ class Sequential {
           l.backward(space, theta + places.parameters[I], t,
                      input_of<I, Scalar, Memory>(in, work, places, t), output, gradient,
                      g + places.parameters[I], d_input, work + places.work[I]);
+          detail::report_final(g + places.parameters[I]);
           gradient = d_input;
         },
         Indices());

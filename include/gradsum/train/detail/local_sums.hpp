@@ -28,18 +28,21 @@ void add_into(const Space& space, const Total& total, const Part& part) {
 /// it (train/detail/reduction_workers.hpp): whether its inputs were
 /// accepted, its sample count, `sum(target)`, which sums its gradient and
 /// loss into the message through `target` (a reduction) and returns
-/// whether they are known to be finite, and `put(message)`, which puts the
-/// slots its statistics fill.
+/// whether they are known to be finite, `put(message)`, which puts the
+/// slots its statistics fill, and whether the gradient may leave while
+/// `sum` runs (`early`: nothing reads this worker's own sums afterwards).
 template <class Sum, class Put>
 struct LocalPart {
   bool ok;
   std::int64_t count;
   Sum sum;
   Put put;
+  bool early;
 };
 template <class Sum, class Put>
-LocalPart<Sum, Put> local_part(bool ok, std::int64_t count, const Sum& sum, const Put& put) {
-  return {ok, count, sum, put};
+LocalPart<Sum, Put> local_part(bool ok, std::int64_t count, const Sum& sum, const Put& put,
+                               bool early) {
+  return {ok, count, sum, put, early};
 }
 
 /// The sums of a step's own rows and what it measures of them: the worker
@@ -50,6 +53,16 @@ class LocalSums {
  public:
   /// The worker statistics and watch.
   WatchedWorkers<Scalar, Memory>& watch() { return watch_; }
+
+  /// Whether sum() writes the final sums once, in one pass over `rows`
+  /// (no parts added up, nothing measured): the gradient may then leave
+  /// while that pass runs.
+  template <class Rows>
+  bool one_pass(const Rows& rows) const {
+    if constexpr (is_micro_batches<Rows>::value)
+      if (rows.parts.size() != 1) return false;
+    return watch_.parts() == 0;
+  }
   const WatchedWorkers<Scalar, Memory>& watch() const { return watch_; }
 
   /// The buffer for P gradient sums and the loss.

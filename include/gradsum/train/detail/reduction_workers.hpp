@@ -26,6 +26,54 @@
 namespace gradsum {
 namespace detail {
 
+/// This worker's statistics (local.put) and the step's slots into
+/// `message`; a worker that failed sends zeros. Asynchronous.
+template <class Space, class Local, class Message>
+void put_slots(const Space& space, const Local& local, const Message& message, bool nonfinite) {
+  using Scalar = typename Message::sums_view::non_const_value_type;
+  if (local.ok) {
+    local.put(message);
+  } else {
+    Kokkos::deep_copy(space, message.sums(), Scalar(0));
+    message.clear_slots();
+  }
+  message.put(StepSlot::count, local.ok ? double(local.count) : 0.0);
+  message.put(StepSlot::failed, local.ok ? 0.0 : 1.0);
+  message.put(StepSlot::nonfinite, nonfinite ? 1.0 : 0.0);
+  message.write_slots(space);
+}
+
+/// Whether `A` sums a step's message in buckets during the backward pass
+/// (Allreduce::overlap).
+template <class A, class View, class = void>
+struct has_overlap : std::false_type {};
+template <class A, class View>
+struct has_overlap<A, View, std::void_t<decltype(std::declval<A&>().template overlaps<View>())>>
+    : std::true_type {};
+
+/// The plain protocol (sum_plainly) with the gradient's buckets sent while the backward pass
+/// runs (Allreduce::overlap): the same buckets, started in the same order,
+/// on every rank, early where this worker's backward pass reports them
+/// final (local.early), all of them afterwards on a worker that failed.
+template <class Space, class Reduction, class Aggregation, class Local, class Message>
+bool sum_overlapped(const Space& space, const Reduction& reduction, Aggregation& aggregation,
+                    const Local& local, const Message& message) {
+  const int P = message.num_parameters();
+  bool nonfinite = false;
+  auto session = aggregation.overlap(space, message.sums(), std::size_t(P), local.ok && local.early);
+  {
+    ScopedRegion region("gradsum::step::gradient");
+    if (local.ok) {
+      const bool finite = local.sum(reduction);
+      nonfinite = session.local_nonfinite() && !finite;
+    }
+    put_slots(space, local, message, nonfinite);
+  }
+  ScopedRegion region("gradsum::step::aggregate");
+  session.finish();
+  return nonfinite;
+}
+
 /// The plain protocol: this worker's sums (`local`, a LocalPart, through
 /// `reduction`; zeros and a failed worker when its inputs were rejected)
 /// and its slots into `message`, then every worker's message added, the
@@ -34,22 +82,15 @@ namespace detail {
 template <class Space, class Reduction, class Aggregation, class Local, class Message>
 bool sum_plainly(const Space& space, const Reduction& reduction, Aggregation& aggregation,
                  const Local& local, const Message& message) {
-  using Scalar = typename Message::sums_view::non_const_value_type;
+  if constexpr (has_overlap<Aggregation, typename Message::sums_view>::value)
+    if (aggregation.template overlaps<typename Message::sums_view>())
+      return sum_overlapped(space, reduction, aggregation, local, message);
   const int P = message.num_parameters();
   bool nonfinite = false;
   {
     ScopedRegion region("gradsum::step::gradient");
-    if (local.ok) {
-      nonfinite = !local.sum(reduction) && any_nonfinite(space, message.sums(), P + 1);
-      local.put(message);
-    } else {
-      Kokkos::deep_copy(space, message.sums(), Scalar(0));
-      message.clear_slots();
-    }
-    message.put(StepSlot::count, local.ok ? double(local.count) : 0.0);
-    message.put(StepSlot::failed, local.ok ? 0.0 : 1.0);
-    message.put(StepSlot::nonfinite, nonfinite ? 1.0 : 0.0);
-    message.write_slots(space);
+    if (local.ok) nonfinite = !local.sum(reduction) && any_nonfinite(space, message.sums(), P + 1);
+    put_slots(space, local, message, nonfinite);
   }
   ScopedRegion region("gradsum::step::aggregate");
   aggregate_leading(aggregation, space, message.sums(), P, P + int(StepSlot::count));

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: Apache-2.0
+// Allreduce in buckets (mpi/buckets.hpp), under mpiexec with 1 to 4 ranks:
+// every element is the sum of the ranks' values in rank order, whatever the
+// buckets, checked against that sum made by hand from the ranks' values
+// (gathered in one MPI_Allgather); a GPT step sends buckets while its
+// backward pass runs and sums to those same bits; a rank that fails leaves
+// no rank waiting.
+
+#include "../test_helpers.hpp"
+#include "mpi_helpers.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace gradsum_test;
+
+namespace buckets_test {
+
+// Values whose sums round differently in another order: signs and
+// exponents from -30 to 30 drawn per rank and place.
+template <class Scalar>
+std::vector<Scalar> rank_values(int rank, std::size_t n) {
+  std::mt19937_64 draw(std::uint64_t(1000 + rank));
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int> exponent(-30, 30);
+  std::vector<Scalar> x(n);
+  for (auto& v : x) v = Scalar(std::ldexp(unit(draw), exponent(draw)));
+  return x;
+}
+
+// ((x_0 + x_1) + x_2) + … of every rank's values, from one MPI_Allgather.
+template <class Scalar>
+std::vector<Scalar> rank_order_sum(const std::vector<Scalar>& mine) {
+  const int p = mpi_size();
+  const std::size_t n = mine.size();
+  std::vector<Scalar> all(n * std::size_t(p));
+  REQUIRE(MPI_Allgather(mine.data(), int(n), gradsum::mpi::datatype<Scalar>(), all.data(), int(n),
+                        gradsum::mpi::datatype<Scalar>(), MPI_COMM_WORLD) == MPI_SUCCESS);
+  std::vector<Scalar> sum(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    Scalar s = all[i];
+    for (int r = 1; r < p; ++r) s += all[std::size_t(r) * n + i];
+    sum[i] = s;
+  }
+  return sum;
+}
+
+template <class Scalar, class Space>
+void check_buckets(const gradsum::Buckets& buckets, std::size_t n) {
+  using Memory = typename Space::memory_space;
+  const auto mine = rank_values<Scalar>(mpi_rank(), n);
+  const auto expected = rank_order_sum(mine);
+  gradsum::Allreduce sum(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic, buckets);
+  sum.allocate<Scalar, Memory>(n);
+  Kokkos::View<Scalar*, Memory> x("buckets_test::x", n);
+  auto host = Kokkos::create_mirror_view(x);
+  for (std::size_t i = 0; i < n; ++i) host(i) = mine[i];
+  Kokkos::deep_copy(x, host);
+  sum.aggregate(Space(), x);
+  Kokkos::deep_copy(host, x);
+  INFO("n " << n << ", buckets " << buckets.first << " then " << buckets.size);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < n; ++i) differ += host(i) == expected[i] ? 0 : 1;
+  CHECK(differ == 0);
+  if (mpi_size() == 2) {  // x_0 + x_1 = x_1 + x_0: MPI_Allreduce's bits too
+    std::vector<Scalar> plain = mine;
+    REQUIRE(MPI_Allreduce(MPI_IN_PLACE, plain.data(), int(n), gradsum::mpi::datatype<Scalar>(),
+                          MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS);
+    CHECK(plain == expected);
+  }
+}
+
+// How many of the buckets of n values (cut from the end down: `first`,
+// then `size` each, none over message_elements()) begin at or after `from`.
+std::int64_t buckets_from(std::size_t n, const gradsum::Buckets& b, std::size_t from) {
+  std::int64_t count = 0;
+  for (std::size_t end = n; end > 0;) {
+    const std::size_t want = end == n && b.first > 0 ? b.first : b.size;
+    const std::size_t size = std::min(want, std::size_t(gradsum::mpi::message_elements()));
+    const std::size_t begin = end > size ? end - size : 0;
+    count += begin >= from ? 1 : 0;
+    end = begin;
+  }
+  return count;
+}
+
+TEST_CASE_TEMPLATE_DEFINE("Allreduce in buckets adds each element in rank order, whatever the "
+                          "buckets", Space, buckets_sums) {
+  for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(1000)})
+    for (const gradsum::Buckets b : {gradsum::Buckets{0, 1}, gradsum::Buckets{3, 5},
+                                     gradsum::Buckets{0, 7}, gradsum::Buckets{100, 1000000}}) {
+      check_buckets<double, Space>(b, n);
+      check_buckets<float, Space>(b, n);
+    }
+}
+TEST_CASE_TEMPLATE_APPLY(buckets_sums, Spaces);
+
+TEST_CASE("Allreduce refuses a first bucket without a bucket size") {
+  CHECK_THROWS_WITH_AS(
+      gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic, gradsum::Buckets{5, 0}),
+      doctest::Contains("a first bucket of 5 values but a bucket size of 0"), gradsum::Error);
+}
+
+TEST_CASE("ranks that cut the sum into different buckets are refused before the first "
+          "collective") {
+  if (mpi_size() == 1) return;
+  const std::size_t size = mpi_rank() == mpi_size() - 1 ? 64 : 32;
+  const gradsum::Linear model(3);
+  CHECK_THROWS_WITH_AS(
+      gradsum::make_step<double>(
+          Kokkos::DefaultExecutionSpace(), model, gradsum::SquaredError{}, gradsum::SGD{},
+          gradsum::Objective{}, gradsum::Analytic{}, gradsum::Sum{},
+          gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic,
+                             gradsum::Buckets{0, size})),
+      doctest::Contains("allreduce bucket size ranges from 32 to 64"), gradsum::AgreedError);
+}
+
+const char* const text =
+    "And God said, Let the waters under the heaven be gathered together unto one place, and "
+    "let the dry land appear: and it was so. And God called the dry land Earth.";
+
+struct Gpt {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using Memory = Space::memory_space;
+  gradsum::CharVocabulary vocabulary = gradsum::CharVocabulary::of_text(text, "text");
+  int context = 6;
+  gradsum::TextWindows<Memory> windows{vocabulary.encode(text, "text"), context, "text"};
+  gradsum::GptShape shape{vocabulary.size(), context, 3, 2, 8};
+  Kokkos::View<std::int64_t*, Memory> index{"mine", 64};
+
+  // This rank's contiguous share of the windows at stride context.
+  auto mine() {
+    const auto offsets = windows.full_batch_offsets(0, windows.num_windows());
+    const std::size_t n = offsets.size(), p = std::size_t(mpi_size()), r = std::size_t(mpi_rank());
+    return windows.select(std::vector<std::int64_t>(offsets.begin() + std::ptrdiff_t(n * r / p),
+                                                    offsets.begin() + std::ptrdiff_t(n * (r + 1) / p)),
+                          index);
+  }
+  template <class Aggregation>
+  auto step(const Aggregation& aggregation) {
+    return gradsum::make_step<double>(Space(), gradsum::make_gpt(shape),
+                                      gradsum::SoftmaxCrossEntropy{}, gradsum::SGD{},
+                                      gradsum::Objective{0.0, true}, gradsum::Analytic{},
+                                      gradsum::Sum{}, aggregation);
+  }
+};
+
+TEST_CASE("mpi: a GPT step sends its gradient in buckets while the backward pass runs, to the "
+          "bits of the rank-order sum") {
+  Gpt g;
+  const auto data = g.windows.dataset<double>();
+  const auto rows = g.mine();
+  const auto start = gradsum::gpt_initial_parameters(g.shape, 9);
+
+  // This rank's own sums (a single-process step over its windows, its
+  // rows in as many parts as the aggregated step), then every rank's added
+  // in rank order by hand.
+  auto alone = g.step(gradsum::Local{});
+  auto theta = alone.make_parameters();
+  fill(theta, start);
+  const std::size_t P = std::size_t(alone.num_parameters());
+  auto expected_sums = [&](int parts) {
+    alone.measure_workers(parts);
+    alone.evaluate(theta, data, rows);
+    const auto own = to_host(alone.sums());
+    return rank_order_sum(std::vector<double>(own.begin(), own.begin() + std::ptrdiff_t(P + 1)));
+  };
+
+  // Buckets wholly past the token embedding (wte, the first V * C
+  // parameters, the last layer whose backward runs) leave before it.
+  const std::size_t embeddings = std::size_t(g.shape.vocabulary) * std::size_t(g.shape.width);
+  auto buckets_past = [&](const gradsum::Buckets& b) { return buckets_from(P, b, embeddings); };
+  // The step's sums against the rank-order sum, and the buckets that left
+  // early against those past the token embedding (none when the workers
+  // are measured, or when `early` is false).
+  auto check = [&](auto& step, const gradsum::Buckets& b, bool early) {
+    for (const int parts : {0, 2}) {
+      INFO("worker parts " << parts);
+      const auto expected = expected_sums(parts);
+      step.measure_workers(parts);
+      const auto before = step.aggregation().early_buckets();
+      step.evaluate(theta, data, rows);
+      const auto got = to_host(step.sums());
+      std::size_t differ = 0;
+      for (std::size_t j = 0; j <= P; ++j) differ += got[j] == expected[j] ? 0 : 1;
+      CHECK(differ == 0);
+      const bool overlapped = early && mpi_size() > 1 && parts == 0;
+      CHECK(step.aggregation().early_buckets() - before == (overlapped ? buckets_past(b) : 0));
+    }
+  };
+
+  SUBCASE("Allreduce") {
+    for (const gradsum::Buckets b : {gradsum::Buckets{40, 300}, gradsum::Buckets{0, 1000000}}) {
+      INFO("buckets " << b.first << " then " << b.size);
+      if (b.size < P && mpi_size() > 1) CHECK(buckets_past(b) > 2);
+      auto step = g.step(gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic, b));
+      check(step, b, true);
+    }
+  }
+  SUBCASE("RobustAllreduce: the sum in buckets, a robust rule in one message") {
+    const gradsum::Buckets b{40, 300};
+    auto sum = g.step(gradsum::RobustAllreduce(MPI_COMM_WORLD, gradsum::RobustRule{},
+                                               gradsum::DeviceBuffers::automatic, b));
+    check(sum, b, true);
+    if (mpi_size() >= 3) {
+      auto median = g.step(gradsum::RobustAllreduce(MPI_COMM_WORLD, gradsum::CoordinateMedian{},
+                                                    gradsum::DeviceBuffers::automatic, b));
+      median.evaluate(theta, data, rows);
+      CHECK(median.aggregation().early_buckets() == 0);
+    }
+  }
+}
+
+TEST_CASE("mpi: an MLP step on the layer-wise path sends its buckets during the backward pass") {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const std::int64_t n = 53;
+  const auto problem = random_problem(n, 6, Kind::multiclass, 4, 77);
+  const auto data =
+      gradsum::Dataset<double, Space::memory_space>::from_host(n, 6, problem.x, problem.y);
+  const gradsum::MLP net(6, {9, 7}, 4, gradsum::Activation::tanh);
+  const auto rows = gradsum::partition(n, mpi_size(), mpi_rank());
+  auto make = [&](const auto& aggregation) {
+    return gradsum::make_step<double>(Space(), net, gradsum::SoftmaxCrossEntropy{}, gradsum::SGD{},
+                                      gradsum::Objective{0.0, true}, gradsum::Analytic{},
+                                      gradsum::Sum{}, aggregation);
+  };
+  auto alone = make(gradsum::Local{});
+  auto theta = alone.make_parameters();
+  gradsum::initialize(net, gradsum::Initializer::he_normal().with_seed(3), theta);
+  alone.evaluate(theta, data, rows);
+  const auto own = to_host(alone.sums());
+  const std::size_t P = std::size_t(alone.num_parameters());
+  const auto expected =
+      rank_order_sum(std::vector<double>(own.begin(), own.begin() + std::ptrdiff_t(P + 1)));
+
+  const gradsum::Buckets b{0, 10};
+  auto step = make(gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic, b));
+  step.evaluate(theta, data, rows);
+  const auto got = to_host(step.sums());
+  std::size_t differ = 0;
+  for (std::size_t j = 0; j <= P; ++j) differ += got[j] == expected[j] ? 0 : 1;
+  CHECK(differ == 0);
+  // The first layer's (6 + 1) x 9 parameters come first; the buckets wholly
+  // after them leave before its backward.
+  const std::size_t first_layer = 7 * 9;
+  CHECK(step.aggregation().early_buckets() ==
+        (mpi_size() > 1 ? buckets_from(P, b, first_layer) : 0));
+}
+
+// The first selected row, and the first token of row r, read on the host.
+template <class Rows>
+std::int64_t rows_first(const Rows& rows) {
+  std::int64_t first = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::RangePolicy<Gpt::Space>(0, 1),
+      KOKKOS_LAMBDA(int, std::int64_t& f) { f = rows(0); }, first);
+  return first;
+}
+template <class X>
+double first_token(const X& x, std::int64_t r) {
+  double token = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::RangePolicy<Gpt::Space>(0, 1), KOKKOS_LAMBDA(int, double& t) { t = x(r, 0); },
+      token);
+  return token;
+}
+
+TEST_CASE("mpi: a rank whose windows hold a bad token fails every rank alike, buckets pending") {
+  Gpt g;
+  auto data = g.windows.dataset<double>();
+  const auto rows = g.mine();
+  auto step = g.step(gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic,
+                                        gradsum::Buckets{40, 300}));
+  auto theta = step.make_parameters();
+  fill(theta, gradsum::gpt_initial_parameters(g.shape, 9));
+  const int last = mpi_size() - 1;
+  const auto x = data.features();
+  const std::int64_t first_row = rows_first(rows);
+  auto set_token = [&](double id) {  // the first token of this rank's first window
+    Kokkos::parallel_for(
+        Kokkos::RangePolicy<Gpt::Space>(0, 1), KOKKOS_LAMBDA(int) { x(first_row, 0) = id; });
+    Kokkos::fence();
+  };
+  const double good = first_token(x, first_row);
+  if (mpi_rank() == last) set_token(double(g.vocabulary.size() + 3));  // past the vocabulary
+  const std::string expected = "rank " + std::to_string(last) + ": ";
+  CHECK_THROWS_WITH_AS(step.evaluate(theta, data, rows), doctest::Contains(expected.c_str()),
+                       gradsum::Error);
+  // The next step on good data goes through: nothing was left pending.
+  if (mpi_rank() == last) set_token(good);
+  CHECK_NOTHROW(step.evaluate(theta, data, rows));
+}
+
+}  // namespace buckets_test
