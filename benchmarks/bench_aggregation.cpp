@@ -178,40 +178,31 @@ void watch_workers_cost(benchmark::State& state) {
   state.counters["rows_per_rank"] = double(rows);
 }
 
-// The MLP 784-1024-1024-10 step in float (`rows` samples per rank) three
-// ways, in turn: without communication (Local: the compute alone), with one
-// message after the backward pass, and with buckets of `cap` bytes sent
-// while the backward pass runs. The communication is one message's time
-// beyond the compute, the exposed communication the buckets' time beyond
-// it: `exposed_fraction` (exposed over communication; the aim: at most
-// 0.15 on a link slow enough that `comm_fraction`, the communication's
-// share of the one-message step, is a third or more) and `early`, the
-// buckets that left while layers were still to run, per step.
-void overlap_mlp(benchmark::State& state) {
-  const auto rows = std::int64_t(state.range(0));
-  const auto cap = std::size_t(state.range(1));
-  const gradsum::MLP net(784, {1024, 1024}, 10, gradsum::Activation::relu);
-  const auto data = gradsum_bench::random_dataset<Space, float>(rows, 784, 10, 41);
-  auto make = [&](const auto& aggregation) {
-    return gradsum::make_step<float>(Space(), net, gradsum::SoftmaxCrossEntropy{},
-                                     gradsum::SGD{1e-3}, gradsum::Objective{},
-                                     gradsum::Analytic{}, gradsum::Sum{}, aggregation);
-  };
+// A step three ways, in turn (`make(aggregation)` builds it; `evaluate(step)`
+// runs it on this rank's rows): without communication (Local: the compute
+// alone), with one message after the backward pass, and with buckets of
+// `cap` bytes sent while the backward pass runs. The communication is one
+// message's time beyond the compute, the exposed communication the
+// buckets' time beyond it: `exposed_fraction` (exposed over communication;
+// the aim: at most 0.15 on a link slow enough that `comm_fraction`, the
+// communication's share of the one-message step, is a third or more) and
+// `early`, the buckets that left while layers were still to run, per step.
+template <class Make, class Evaluate>
+void overlap(benchmark::State& state, std::size_t cap, const Make& make, const Evaluate& evaluate) {
   auto alone = make(gradsum::Local{});
   auto one = make(gradsum::Allreduce(MPI_COMM_WORLD));
   auto buckets = make(gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic,
                                          gradsum::Buckets{0, cap / sizeof(float)}));
-  auto theta = alone.make_parameters();
-  gradsum::initialize(net, gradsum::Initializer::he_normal().with_seed(5), theta);
   std::vector<double> compute, message, bucketed;
+  for (int warm = 0; warm < 2; ++warm) evaluate(alone), evaluate(one), evaluate(buckets);
   const auto early = buckets.aggregation().early_buckets();
   for (auto _ : state) {
     const std::size_t first = compute.size();
     for (std::size_t i = 0; i < 3; ++i) {
       switch ((i + first) % 3) {
-        case 0: compute.push_back(max_time([&] { alone.evaluate(theta, data); })); break;
-        case 1: message.push_back(max_time([&] { one.evaluate(theta, data); })); break;
-        default: bucketed.push_back(max_time([&] { buckets.evaluate(theta, data); }));
+        case 0: compute.push_back(max_time([&] { evaluate(alone); })); break;
+        case 1: message.push_back(max_time([&] { evaluate(one); })); break;
+        default: bucketed.push_back(max_time([&] { evaluate(buckets); }));
       }
     }
     state.SetIterationTime(bucketed.back());
@@ -224,8 +215,57 @@ void overlap_mlp(benchmark::State& state) {
   state.counters["exposed_fraction"] = (b - c) / (m - c);
   state.counters["early"] =
       double(buckets.aggregation().early_buckets() - early) / double(bucketed.size());
-  state.counters["rows_per_rank"] = double(rows);
   state.counters["cap_bytes"] = double(cap);
+}
+
+// The MLP 784-1024-1024-10 in float, 256 samples per rank.
+void overlap_mlp(benchmark::State& state) {
+  const gradsum::MLP net(784, {1024, 1024}, 10, gradsum::Activation::relu);
+  const auto data = gradsum_bench::random_dataset<Space, float>(256, 784, 10, 41);
+  Kokkos::View<float*, Space::memory_space> theta("theta", net.num_parameters());
+  gradsum::initialize(net, gradsum::Initializer::he_normal().with_seed(5), theta);
+  overlap(
+      state, std::size_t(state.range(0)),
+      [&](const auto& aggregation) {
+        return gradsum::make_step<float>(Space(), net, gradsum::SoftmaxCrossEntropy{},
+                                         gradsum::SGD{1e-3}, gradsum::Objective{},
+                                         gradsum::Analytic{}, gradsum::Sum{}, aggregation);
+      },
+      [&](auto& step) { step.evaluate(theta, data); });
+}
+
+// The GPT of bench_gpt (4 layers, 4 heads, width 128, context 64, float)
+// on the examples' text, 32 windows per step split among the ranks.
+void overlap_gpt(benchmark::State& state) {
+  using Memory = Space::memory_space;
+  const std::string text = gradsum::read_text_file(GRADSUM_BENCH_DEFAULT_TEXT, "bench_aggregation");
+  const auto vocabulary = gradsum::CharVocabulary::of_text(text, "text");
+  const int context = 64;
+  const gradsum::TextWindows<Memory> windows(vocabulary.encode(text, "text"), context, "text");
+  const auto data = windows.dataset<float>();
+  const gradsum::GptShape shape{vocabulary.size(), context, 4, 4, 128};
+  int ranks = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const auto all = windows.draw_offsets(1, 0, 32);
+  Kokkos::View<std::int64_t*, Memory> index("rows", 32);
+  const auto rows = windows.select(
+      std::vector<std::int64_t>(all.begin() + 32 * rank / ranks, all.begin() + 32 * (rank + 1) / ranks),
+      index);
+  Kokkos::View<float*, Memory> theta("theta", gradsum::make_gpt(shape).num_parameters());
+  const auto start = gradsum::gpt_initial_parameters(shape, 1);
+  auto host = Kokkos::create_mirror_view(theta);
+  for (std::size_t j = 0; j < start.size(); ++j) host(j) = float(start[j]);
+  Kokkos::deep_copy(theta, host);
+  overlap(
+      state, std::size_t(state.range(0)),
+      [&](const auto& aggregation) {
+        return gradsum::make_step<float>(Space(), gradsum::make_gpt(shape),
+                                         gradsum::SoftmaxCrossEntropy{}, gradsum::SGD{1e-3},
+                                         gradsum::Objective{0.0, true}, gradsum::Analytic{},
+                                         gradsum::Sum{}, aggregation);
+      },
+      [&](auto& step) { step.evaluate(theta, data, rows); });
 }
 
 }  // namespace
@@ -246,9 +286,12 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(("watch_workers/1MiB/rows:" + std::to_string(rows)).c_str(),
                                    watch_workers_cost)
           ->Arg(rows)->UseManualTime()->Iterations(40)->Unit(benchmark::kMicrosecond);
-    for (std::int64_t cap : {std::int64_t(1) << 18, std::int64_t(1) << 20, std::int64_t(1) << 22})
-      benchmark::RegisterBenchmark(("overlap/mlp784-1024-1024-10/rows:256/cap:" +
-                                    std::to_string(cap)).c_str(), overlap_mlp)
-          ->Args({256, cap})->UseManualTime()->Iterations(15)->Unit(benchmark::kMillisecond);
+    for (std::int64_t cap : {std::int64_t(1) << 17, std::int64_t(1) << 18, std::int64_t(1) << 20}) {
+      const std::string bytes = "/cap:" + std::to_string(cap);
+      benchmark::RegisterBenchmark(("overlap/mlp784-1024-1024-10" + bytes).c_str(), overlap_mlp)
+          ->Arg(cap)->UseManualTime()->Iterations(15)->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("overlap/gpt4x4x128x64" + bytes).c_str(), overlap_gpt)
+          ->Arg(cap)->UseManualTime()->Iterations(15)->Unit(benchmark::kMillisecond);
+    }
   });
 }
