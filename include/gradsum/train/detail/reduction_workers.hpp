@@ -43,13 +43,14 @@ void put_slots(const Space& space, const Local& local, const Message& message, b
   message.write_slots(space);
 }
 
-/// Whether `A` sums a step's message in buckets during the backward pass
-/// (Allreduce::overlap).
+/// Whether `A` may sum a step's message in buckets during the backward
+/// pass (Allreduce::overlap): it offers it, and the host reads `View`.
 template <class A, class View, class = void>
 struct has_overlap : std::false_type {};
 template <class A, class View>
 struct has_overlap<A, View, std::void_t<decltype(std::declval<A&>().template overlaps<View>())>>
-    : std::true_type {};
+    : std::bool_constant<Kokkos::SpaceAccessibility<
+          Kokkos::HostSpace, typename View::memory_space>::accessible> {};
 
 /// The plain protocol (sum_plainly) with the gradient's buckets sent while the backward pass
 /// runs (Allreduce::overlap): the same buckets, started in the same order,
