@@ -259,6 +259,38 @@ TEST_CASE("mpi: an MLP step on the layer-wise path sends its buckets during the 
         (mpi_size() > 1 && host_memory<Space> ? buckets_from(P, b, first_layer) : 0));
 }
 
+TEST_CASE("mpi: a non-finite gradient on one rank, its buckets sent early: every rank throws or "
+          "skips") {
+  Gpt g;
+  const auto data = g.windows.dataset<double>();
+  const auto rows = g.mine();
+  const int last = mpi_size() - 1;
+  auto start = gradsum::gpt_initial_parameters(g.shape, 9);
+  if (mpi_rank() == last) start.back() = std::nan("");  // lnf's last bias: every output
+  for (const auto action : {gradsum::NonFinite::throw_error, gradsum::NonFinite::skip}) {
+    INFO("skip " << (action == gradsum::NonFinite::skip));
+    auto step = gradsum::make_step<double>(
+        Gpt::Space(), gradsum::make_gpt(g.shape), gradsum::SoftmaxCrossEntropy{},
+        gradsum::SGD{0.1}, gradsum::Objective{0.0, true, action}, gradsum::Analytic{},
+        gradsum::Sum{},
+        gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic,
+                           gradsum::Buckets{40, 300}));
+    auto theta = step.make_parameters();
+    fill(theta, start);
+    if (action == gradsum::NonFinite::throw_error) {
+      const std::string expected = "rank " + std::to_string(last) + ": ";
+      CHECK_THROWS_WITH_AS(step(theta, data, rows), doctest::Contains(expected.c_str()),
+                           gradsum::Error);
+    } else {
+      CHECK(step(theta, data, rows).skipped);
+      const auto after = to_host(theta);
+      std::size_t moved = 0;
+      for (std::size_t j = 0; j + 1 < start.size(); ++j) moved += after[j] == start[j] ? 0 : 1;
+      CHECK(moved == 0);
+    }
+  }
+}
+
 // The first selected row, and the first token of row r, read on the host.
 template <class Rows>
 std::int64_t rows_first(const Rows& rows) {
