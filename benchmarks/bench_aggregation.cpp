@@ -178,6 +178,31 @@ void watch_workers_cost(benchmark::State& state) {
   state.counters["rows_per_rank"] = double(rows);
 }
 
+// The step model's exposed fraction and early buckets for buckets of `cap`
+// bytes (plan/overlap.hpp), from the backward profile of the step without
+// communication whose end is the median, and the link as one message of
+// the n values measured it: `comm` seconds beyond the compute, read as
+// bandwidth alone. Compared with the measured `exposed_fraction` and
+// `early`.
+void predict_overlap_counters(benchmark::State& state,
+                              std::vector<std::vector<gradsum::plan::FinalPoint>> profiles,
+                              std::size_t n, std::size_t cap, double comm) {
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (profiles.empty() || profiles.front().empty() || !(comm > 0) || ranks < 2) return;
+  std::sort(profiles.begin(), profiles.end(),
+            [](const auto& a, const auto& b) { return a.back().seconds < b.back().seconds; });
+  const auto& profile = profiles[profiles.size() / 2];
+  const double bytes = double(n) * sizeof(float);
+  const gradsum::plan::Network link{2.0 * (ranks - 1) / ranks * bytes / comm, 0.0};
+  const auto p = gradsum::plan::predict_overlap(profile, n, sizeof(float),
+                                                gradsum::Buckets{0, cap / sizeof(float)}, link,
+                                                ranks, gradsum::mpi::message_elements());
+  state.counters["predicted_exposed_fraction"] = p.exposed_seconds / comm;
+  state.counters["predicted_early"] = double(p.early_buckets);
+  state.counters["link_MBps"] = link.bandwidth / 1e6;
+}
+
 // A step three ways, in turn (`make(aggregation)` builds it; `evaluate(step)`
 // runs it on this rank's rows): without communication (Local: the compute
 // alone), with one message after the backward pass, and with buckets of
@@ -194,13 +219,20 @@ void overlap(benchmark::State& state, std::size_t cap, const Make& make, const E
   auto buckets = make(gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic,
                                          gradsum::Buckets{0, cap / sizeof(float)}));
   std::vector<double> compute, message, bucketed;
+  std::vector<std::vector<gradsum::plan::FinalPoint>> profiles;
   for (int warm = 0; warm < 2; ++warm) evaluate(alone), evaluate(one), evaluate(buckets);
   const auto early = buckets.aggregation().early_buckets();
   for (auto _ : state) {
     const std::size_t first = compute.size();
     for (std::size_t i = 0; i < 3; ++i) {
       switch ((i + first) % 3) {
-        case 0: compute.push_back(max_time([&] { evaluate(alone); })); break;
+        case 0:
+          compute.push_back(max_time([&] {
+            gradsum::plan::BackwardRecorder recorder;
+            evaluate(alone);
+            profiles.push_back(recorder.profile(sizeof(float)));
+          }));
+          break;
         case 1: message.push_back(max_time([&] { evaluate(one); })); break;
         default: bucketed.push_back(max_time([&] { evaluate(buckets); }));
       }
@@ -216,6 +248,8 @@ void overlap(benchmark::State& state, std::size_t cap, const Make& make, const E
   state.counters["early"] =
       double(buckets.aggregation().early_buckets() - early) / double(bucketed.size());
   state.counters["cap_bytes"] = double(cap);
+  predict_overlap_counters(state, std::move(profiles), std::size_t(alone.num_parameters()), cap,
+                           m - c);
 }
 
 // The MLP 784-1024-1024-10 in float, 256 samples per rank.

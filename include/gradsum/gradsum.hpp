@@ -107,6 +107,7 @@
 
 #include <gradsum/plan/calibrate.hpp>
 #include <gradsum/plan/cost_model.hpp>
+#include <gradsum/plan/overlap.hpp>
 #include <gradsum/plan/report.hpp>
 #include <gradsum/plan/strategy.hpp>
 

@@ -23,6 +23,7 @@
 /// inside MPI calls: progress() tests them (the step calls it between
 /// layers), finish() waits.
 
+#include <gradsum/core/buckets.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/mpi/communicator.hpp>
 #include <gradsum/mpi/messages.hpp>
@@ -35,39 +36,15 @@
 
 namespace gradsum {
 
-/// How Allreduce cuts what it sums into buckets (in values, not bytes).
-/// Buckets are cut from the end of the buffer down, the order in which a
-/// backward pass finishes a network's gradient: first `first` values, then
-/// `size` values each, the last bucket holding what is left; each at most
-/// mpi::message_elements(). `size` 0 (the default): no buckets, one
-/// MPI_Allreduce.
-struct Buckets {
-  std::size_t first = 0;  ///< values in the first bucket (0: `size`)
-  std::size_t size = 0;   ///< values in each later bucket (0: no buckets)
-  bool enabled() const { return size > 0; }
-};
-
 namespace mpi {
 namespace detail {
 
-/// A bucket: values [begin, end) of the buffer.
-struct BucketRange {
-  std::size_t begin = 0, end = 0;
-};
+using gradsum::detail::BucketRange;
 
-/// The buckets of values [0, n), from the end down (see Buckets); none
-/// when n is 0.
+/// The buckets of values [0, n), from the end down (see Buckets), each at
+/// most message_elements(); none when n is 0.
 inline void cut_buckets(std::size_t n, const Buckets& b, std::vector<BucketRange>& out) {
-  const std::size_t limit = message_elements();
-  std::size_t end = n;
-  std::size_t want = b.first > 0 ? b.first : b.size;
-  while (end > 0) {
-    std::size_t m = want < limit ? want : limit;
-    if (m > end) m = end;
-    out.push_back({end - m, end});
-    end -= m;
-    want = b.size;
-  }
+  gradsum::detail::cut_buckets(n, b, message_elements(), out);
 }
 
 /// The engine: buckets of one buffer of host memory summed over the ranks,

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// @file
+/// The step model for buckets sent while the backward pass runs: given when
+/// each part of the gradient became final in a step (a backward profile,
+/// which BackwardRecorder records from a real step), the
+/// buckets' cut and a link, predicts when each bucket starts and ends and
+/// how much communication the step still waits for after its backward
+/// pass (the exposed communication), and picks a bucket size.
+///
+/// The link sends one bucket at a time, in the order they are cut (the
+/// output layer's first), each taking ring_allreduce_seconds of its bytes
+/// (gradsum's rank-order sum moves what a ring moves: 2 (p - 1) / p of the
+/// bucket per rank, 2 (p - 1) latencies). A bucket starts at the first
+/// moment its values are all final and the bucket before it has ended.
+/// One message (no buckets) starts at the end of the backward pass. What
+/// it leaves out: that MPI moves a non-blocking collective only inside MPI
+/// calls (the step calls them between layers, so a long layer with a bucket
+/// in flight can stall it) and that computing and sending share memory and
+/// cores.
+
+#include <gradsum/core/buckets.hpp>
+#include <gradsum/core/error.hpp>
+#include <gradsum/model/detail/backward_progress.hpp>
+#include <gradsum/plan/cost_model.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+namespace gradsum {
+namespace plan {
+
+/// A moment of the backward pass: `seconds` after the step began, every
+/// gradient value at index `from` or later is final.
+struct FinalPoint {
+  double seconds = 0;
+  std::size_t from = 0;
+};
+
+/// Records the backward profile of the steps run in its lifetime on this
+/// thread, timed from its construction: construct it just before a step
+/// (one whose aggregation sends one message or none, which leaves the
+/// backward pass's reports to it), then read profile(). Indices count from
+/// the lowest address reported: a network's first layer with parameters
+/// begins its gradient (true of every composition gradsum builds).
+class BackwardRecorder final : public gradsum::detail::BackwardListener {
+ public:
+  BackwardRecorder() : scope_(this), start_(std::chrono::steady_clock::now()) {}
+
+  void final_from(const void* first) override {
+    const std::chrono::duration<double> since = std::chrono::steady_clock::now() - start_;
+    reports_.push_back({since.count(), static_cast<const char*>(first)});
+  }
+
+  /// The reports as a profile of values of `scalar_bytes` bytes, ending
+  /// when the last report came with the whole gradient final. Empty when
+  /// nothing reported (a model that is not a composition).
+  std::vector<FinalPoint> profile(std::size_t scalar_bytes) const {
+    std::vector<FinalPoint> out;
+    if (reports_.empty()) return out;
+    const char* base = reports_.front().first;
+    for (const Report& r : reports_) base = std::min(base, r.first);
+    for (const Report& r : reports_)
+      out.push_back({r.seconds, std::size_t(r.first - base) / scalar_bytes});
+    out.back().from = 0;
+    return out;
+  }
+
+ private:
+  struct Report {
+    double seconds;
+    const char* first;
+  };
+  gradsum::detail::ScopedBackwardListener scope_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<Report> reports_;
+};
+
+/// A backward profile assumed, for a job not yet run: the step's compute of
+/// `compute_seconds` spends its last two thirds in the backward pass (the
+/// usual share: the backward pass does twice the forward's products), over
+/// `layers` layers of equal size and time, the last layer's n / layers
+/// values final first.
+inline std::vector<FinalPoint> even_backward(double compute_seconds, std::size_t n, int layers) {
+  if (!(compute_seconds >= 0) || compute_seconds > std::numeric_limits<double>::max() ||
+      layers < 1)
+    fail("gradsum::plan::even_backward: compute_seconds must be finite and non-negative and "
+         "layers at least 1; got ", compute_seconds, " and ", layers);
+  std::vector<FinalPoint> out;
+  for (int k = 1; k <= layers; ++k) {
+    const double done = double(k) / layers;
+    out.push_back({compute_seconds * (1.0 + 2.0 * done) / 3.0,
+                   k == layers ? 0 : std::size_t(double(n) * (1.0 - done))});
+  }
+  return out;
+}
+
+/// What a bucket plan costs in one step.
+struct OverlapPrediction {
+  std::size_t buckets = 0;          ///< messages (1: one message)
+  std::size_t early_buckets = 0;    ///< buckets final (and started by the step) before the
+                                    ///< backward pass ended, as Allreduce::early_buckets counts
+  double backward_end_seconds = 0;  ///< when the whole gradient was final
+  double communication_seconds = 0; ///< every bucket's time on the link, summed
+  double exposed_seconds = 0;       ///< the last bucket's end past backward_end_seconds
+};
+
+namespace detail {
+
+inline void check_profile(const std::vector<FinalPoint>& profile, std::size_t n) {
+  if (profile.empty() || profile.back().from != 0)
+    fail("gradsum::plan::predict_overlap: the backward profile must end with the whole gradient "
+         "final (a point with from = 0)");
+  for (std::size_t i = 0; i < profile.size(); ++i) {
+    const FinalPoint& p = profile[i];
+    if (!(p.seconds >= 0) || p.seconds > std::numeric_limits<double>::max() || p.from > n)
+      fail("gradsum::plan::predict_overlap: profile point ", i, " (", p.seconds, " s, from ",
+           p.from, ") must have finite non-negative seconds and from at most ", n);
+    if (i > 0 && (p.seconds < profile[i - 1].seconds || p.from > profile[i - 1].from))
+      fail("gradsum::plan::predict_overlap: profile point ", i,
+           " goes back in time or in the gradient; points run forward in time, from down");
+  }
+}
+
+}  // namespace detail
+
+/// The step with `n` gradient values of `scalar_bytes` each, whose
+/// backward pass made them final as `profile` says, summed over `workers`
+/// on `network` in `buckets` (not enabled: one message), none longer than
+/// `limit` values.
+inline OverlapPrediction predict_overlap(const std::vector<FinalPoint>& profile, std::size_t n,
+                                         double scalar_bytes, const Buckets& buckets,
+                                         const Network& network, int workers,
+                                         std::size_t limit = std::numeric_limits<std::size_t>::max()) {
+  network.validate();
+  detail::check_profile(profile, n);
+  if (!(scalar_bytes > 0) || workers < 1 || limit < 1)
+    fail("gradsum::plan::predict_overlap: scalar_bytes must be positive, workers and limit at "
+         "least 1; got ", scalar_bytes, ", ", workers, ", ", limit);
+  OverlapPrediction out;
+  out.backward_end_seconds = profile.back().seconds;
+  std::vector<gradsum::detail::BucketRange> ranges;
+  if (buckets.enabled())
+    gradsum::detail::cut_buckets(n, buckets, limit, ranges);
+  else if (n > 0)
+    gradsum::detail::cut_buckets(n, Buckets{0, n}, limit, ranges);
+  double link_free = 0;
+  std::size_t point = 0;
+  for (const auto& range : ranges) {
+    // The first moment every value of the bucket is final.
+    while (profile[point].from > range.begin) ++point;
+    const double ready = buckets.enabled() ? profile[point].seconds : out.backward_end_seconds;
+    const double start = ready > link_free ? ready : link_free;
+    const double cost =
+        ring_allreduce_seconds(network, double(range.end - range.begin) * scalar_bytes, workers);
+    if (buckets.enabled() && ready < out.backward_end_seconds) ++out.early_buckets;
+    link_free = start + cost;
+    out.communication_seconds += cost;
+  }
+  out.buckets = ranges.size();
+  if (link_free > out.backward_end_seconds) out.exposed_seconds = link_free - out.backward_end_seconds;
+  return out;
+}
+
+/// The bucket size (in values) among `candidates` (0: one message) whose
+/// predicted exposed communication is least; of equals, the larger (fewer
+/// messages).
+inline std::size_t choose_bucket_size(const std::vector<FinalPoint>& profile, std::size_t n,
+                                      double scalar_bytes, const Network& network, int workers,
+                                      const std::vector<std::size_t>& candidates) {
+  if (candidates.empty()) fail("gradsum::plan::choose_bucket_size: no candidate sizes");
+  std::size_t best = candidates.front();
+  double best_exposed = std::numeric_limits<double>::infinity();
+  for (std::size_t size : candidates) {
+    const double exposed =
+        predict_overlap(profile, n, scalar_bytes, Buckets{0, size}, network, workers).exposed_seconds;
+    const bool larger = size == 0 || (best != 0 && size > best);
+    if (exposed < best_exposed || (exposed == best_exposed && larger)) {
+      best = size;
+      best_exposed = exposed;
+    }
+  }
+  return best;
+}
+
+}  // namespace plan
+}  // namespace gradsum
