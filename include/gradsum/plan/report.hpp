@@ -7,6 +7,7 @@
 // and `gradsum-train --plan`, whose outputs must stay identical.
 
 #include <gradsum/plan/cost_model.hpp>
+#include <gradsum/plan/overlap.hpp>
 #include <gradsum/plan/strategy.hpp>
 
 #include <algorithm>
@@ -281,6 +282,56 @@ inline void explain_batch(const plan::Case& c, const plan::Plan& planned, std::F
                format_number(a.learning_rate_scale).c_str());
 }
 
+/// The workers the verdict speaks of: the fastest N when it says to
+/// distribute, else the distributed N with the least total time (nullptr
+/// when only one worker was considered).
+inline const plan::Prediction* verdict_workers(const plan::Plan& planned) {
+  if (planned.distribute) return &planned.at(planned.best_workers);
+  const plan::Prediction* other = nullptr;
+  for (const auto& p : planned.predictions)
+    if (p.workers > 1 && (!other || p.total_seconds < other->total_seconds)) other = &p;
+  return other;
+}
+
+/// explain()'s bucket plan: at the verdict's workers, and at 1,024 and
+/// 4,096 where the budget allows, the bucket size the step model picks
+/// (plan/overlap.hpp, on a backward profile assumed even over 24 layers)
+/// and the step it predicts against one message after the backward pass.
+inline void explain_buckets(const plan::Case& c, const plan::Plan& planned, std::FILE* out) {
+  using plan::format_bytes;
+  using plan::format_duration;
+  const auto n = std::size_t(c.work.gradient_bytes);  // counted in bytes
+  const plan::Prediction* verdict = verdict_workers(planned);
+  if (n == 0 || !verdict) return;
+  std::vector<int> shown{verdict->workers};
+  for (int w : {1024, 4096})
+    if (w <= c.budget.max_workers && w != verdict->workers) shown.push_back(w);
+  std::vector<std::size_t> caps{0};
+  for (std::size_t cap = std::size_t(1) << 20; cap <= (std::size_t(4) << 30); cap *= 4)
+    caps.push_back(cap);
+  for (int w : shown) {
+    const auto& p = planned.at(w);
+    const auto profile = plan::even_backward(p.compute_seconds, n, 24);
+    const std::size_t cap = plan::choose_bucket_size(profile, n, 1.0, c.network, w, caps);
+    std::fprintf(out, "  buckets at %d workers: ", w);
+    if (cap == 0) {
+      std::fprintf(out, "one message after the backward pass is fastest (step %s): buckets "
+                        "of up to 4 GB cost more in latency than they hide\n",
+                   format_duration(p.step_seconds).c_str());
+      continue;
+    }
+    const auto b = plan::predict_overlap(profile, n, 1.0, Buckets{0, cap}, c.network, w);
+    const double step = p.compute_seconds + b.exposed_seconds + p.overhead_seconds;
+    std::fprintf(out,
+                 "%s buckets (%zu messages) hide %.0f%% of the allreduce behind the backward "
+                 "pass: step %s against %s with one message after it (%.3gx)\n",
+                 format_bytes(double(cap)).c_str(), b.buckets,
+                 100 * (1 - b.exposed_seconds / p.communication_seconds),
+                 format_duration(step).c_str(), format_duration(p.step_seconds).c_str(),
+                 p.step_seconds / step);
+  }
+}
+
 /// explain()'s verdict, then the empty line that ends the report.
 inline void explain_verdict(const plan::Case& c, const plan::Plan& planned, std::FILE* out) {
   using plan::format_duration;
@@ -296,9 +347,7 @@ inline void explain_verdict(const plan::Case& c, const plan::Plan& planned, std:
     return;
   }
   // The best distributed alternative: the N > 1 with the least total time.
-  const plan::Prediction* other = nullptr;
-  for (const auto& p : planned.predictions)
-    if (p.workers > 1 && (!other || p.total_seconds < other->total_seconds)) other = &p;
+  const plan::Prediction* other = verdict_workers(planned);
   if (other)
     std::fprintf(out,
                  "  verdict: do not distribute: %s on %s, against %s at best on %d workers "
@@ -317,7 +366,8 @@ namespace plan {
 /// Plans `c` (make_plan) and prints the report to `out`: the title and the
 /// assumptions, a table of the predictions for N = 1, 2, 4, … workers, the
 /// fastest N and the largest, the reasoning, the memory check and the
-/// batch advice when `c` asks for them, and the verdict, then an empty
+/// batch advice when `c` asks for them, the bucket plan, and the verdict,
+/// then an empty
 /// line. Returns the plan. Throws gradsum::Error naming an invalid field
 /// (the workload, network and budget are checked before anything is
 /// printed, the memory needs and the noise scale when their part is).
@@ -329,6 +379,7 @@ inline Plan explain(const Case& c, std::FILE* out = stdout) {
   gradsum::detail::explain_reasoning(c, plan, out);
   if (c.memory.device_bytes > 0) gradsum::detail::explain_memory(c.memory, out);
   if (c.noise_scale > 0) gradsum::detail::explain_batch(c, plan, out);
+  gradsum::detail::explain_buckets(c, plan, out);
   gradsum::detail::explain_verdict(c, plan, out);
   return plan;
 }
