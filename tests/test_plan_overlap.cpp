@@ -79,6 +79,13 @@ TEST_CASE("plan: the first bucket, the message limit and a bucket across layers"
   CHECK(p.buckets == 4);
   CHECK(p.early_buckets == 2);
   CHECK(p.exposed_seconds == 0.0);
+  // A network reports the whole gradient final twice (its first layer's
+  // report, then its own): the backward pass ends at the first, and a
+  // bucket final only then is not early.
+  const std::vector<FinalPoint> twice{{1, 800}, {2, 400}, {3, 0}, {3.5, 0}};
+  auto q = predict_overlap(twice, 1000, 8, Buckets{300, 300}, instant, 4);
+  CHECK(q.backward_end_seconds == 3.0);
+  CHECK(q.early_buckets == 2);
   // A limit of 128 values caps every bucket (as mpi::message_elements()
   // caps Allreduce's): 1000 values in buckets of 128 from the end, the
   // last of 104: 8.

@@ -104,7 +104,7 @@ struct OverlapPrediction {
   std::size_t buckets = 0;          ///< messages (1: one message)
   std::size_t early_buckets = 0;    ///< buckets final (and started by the step) before the
                                     ///< backward pass ended, as Allreduce::early_buckets counts
-  double backward_end_seconds = 0;  ///< when the whole gradient was final
+  double backward_end_seconds = 0;  ///< when the whole gradient was first final
   double communication_seconds = 0; ///< every bucket's time on the link, summed
   double exposed_seconds = 0;       ///< the last bucket's end past backward_end_seconds
 };
@@ -142,7 +142,11 @@ inline OverlapPrediction predict_overlap(const std::vector<FinalPoint>& profile,
     fail("gradsum::plan::predict_overlap: scalar_bytes must be positive, workers and limit at "
          "least 1; got ", scalar_bytes, ", ", workers, ", ", limit);
   OverlapPrediction out;
-  out.backward_end_seconds = profile.back().seconds;
+  // The backward pass ends at the first point with the whole gradient final
+  // (a network reports once more after its last layer's report).
+  std::size_t end = 0;
+  while (profile[end].from > 0) ++end;
+  out.backward_end_seconds = profile[end].seconds;
   std::vector<gradsum::detail::BucketRange> ranges;
   if (buckets.enabled())
     gradsum::detail::cut_buckets(n, buckets, limit, ranges);
