@@ -41,8 +41,8 @@ struct FinalPoint {
   std::size_t from = 0;
 };
 
-/// Records the backward profile of the steps run in its lifetime on this
-/// thread, timed from its construction: construct it just before a step
+/// Records the backward profile of the one step run in its lifetime on
+/// this thread, timed from its construction: construct it just before a step
 /// (one whose aggregation sends one message or none, which leaves the
 /// backward pass's reports to it), then read profile(). Indices count from
 /// the lowest address reported: a network's first layer with parameters
