@@ -52,11 +52,12 @@ std::vector<Scalar> rank_order_sum(const std::vector<Scalar>& mine) {
 }
 
 template <class Scalar, class Space>
-void check_buckets(const gradsum::Buckets& buckets, std::size_t n) {
+void check_buckets(const gradsum::Buckets& buckets, std::size_t n,
+                   const gradsum::SumLayout& layout = {}) {
   using Memory = typename Space::memory_space;
   const auto mine = rank_values<Scalar>(mpi_rank(), n);
   const auto expected = rank_order_sum(mine);
-  gradsum::Allreduce sum(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic, buckets);
+  gradsum::Allreduce sum(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic, buckets, layout);
   sum.allocate<Scalar, Memory>(n);
   Kokkos::View<Scalar*, Memory> x("buckets_test::x", n);
   auto host = Kokkos::create_mirror_view(x);
@@ -64,7 +65,8 @@ void check_buckets(const gradsum::Buckets& buckets, std::size_t n) {
   Kokkos::deep_copy(x, host);
   sum.aggregate(Space(), x);
   Kokkos::deep_copy(host, x);
-  INFO("n " << n << ", buckets " << buckets.first << " then " << buckets.size);
+  INFO("n " << n << ", buckets " << buckets.first << " then " << buckets.size << ", "
+            << gradsum::name(layout.algorithm) << " on nodes of " << layout.ranks_per_node);
   std::size_t differ = 0;
   for (std::size_t i = 0; i < n; ++i) differ += host(i) == expected[i] ? 0 : 1;
   CHECK(differ == 0);
@@ -106,6 +108,85 @@ TEST_CASE_TEMPLATE_DEFINE("Allreduce in buckets adds each element in rank order,
     }
 }
 TEST_CASE_TEMPLATE_APPLY(buckets_sums, Spaces);
+
+// Nodes of k consecutive ranks (the last one holding what is left).
+int nodes_of(int k) { return (mpi_size() + k - 1) / k; }
+
+TEST_CASE_TEMPLATE_DEFINE("two-level sums add each element in rank order: the flat sum's bits on "
+                          "nodes of 1, 2 and 3 ranks", Space, two_level_sums) {
+  for (const int k : {1, 2, 3}) {
+    const gradsum::SumLayout layout{gradsum::SumAlgorithm::two_level, k};
+    for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(1000)})
+      for (const gradsum::Buckets b : {gradsum::Buckets{0, 1}, gradsum::Buckets{3, 5},
+                                       gradsum::Buckets{100, 1000000}, gradsum::Buckets{}}) {
+        check_buckets<double, Space>(b, n, layout);
+        check_buckets<float, Space>(b, n, layout);
+      }
+    gradsum::Allreduce sum(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic, {}, layout);
+    CHECK(sum.nodes() == nodes_of(k));
+    CHECK(sum.sum_algorithm() == (nodes_of(k) > 1 ? gradsum::SumAlgorithm::two_level
+                                                  : gradsum::SumAlgorithm::flat));
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(two_level_sums, Spaces);
+
+TEST_CASE("the automatic sum is two-level where nodes hold several ranks and there are several "
+          "nodes; the same bits") {
+  for (const int k : {0, 1, 2, 3}) {
+    INFO("ranks per node " << k);
+    const gradsum::SumLayout layout{gradsum::SumAlgorithm::automatic, k};
+    check_buckets<double, Kokkos::DefaultHostExecutionSpace>(gradsum::Buckets{0, 7}, 100, layout);
+    gradsum::Allreduce sum(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic,
+                           gradsum::Buckets{0, 7}, layout);
+    // Every rank of this machine shares its memory: one node when k is 0.
+    const int nodes = k == 0 ? 1 : nodes_of(k);
+    const bool two_level = nodes > 1 && nodes < mpi_size();
+    CHECK(sum.nodes() == (two_level ? nodes : 1));
+    CHECK(sum.sum_algorithm() ==
+          (two_level ? gradsum::SumAlgorithm::two_level : gradsum::SumAlgorithm::flat));
+  }
+}
+
+TEST_CASE("ranks that disagree on the sum's algorithm, nodes or buckets all throw before any "
+          "other collective") {
+  if (mpi_size() == 1) return;
+  const bool last = mpi_rank() == mpi_size() - 1;
+  using gradsum::SumAlgorithm;
+  const auto make = [](gradsum::Buckets b, gradsum::SumLayout layout) {
+    gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic, b, layout);
+  };
+  CHECK_THROWS_WITH_AS(
+      make({0, 8}, {last ? SumAlgorithm::two_level : SumAlgorithm::flat, 0}),
+      doctest::Contains("the ranks disagree on the sum algorithm (0 automatic, 1 flat, 2 "
+                        "two-level): it ranges from 1 to 2"),
+      gradsum::AgreedError);
+  CHECK_THROWS_WITH_AS(make({0, 8}, {SumAlgorithm::two_level, last ? 2 : 1}),
+                       doctest::Contains("disagree on the ranks per node: it ranges from 1 to 2"),
+                       gradsum::AgreedError);
+  CHECK_THROWS_WITH_AS(make({0, last ? std::size_t(8) : 0}, {}),
+                       doctest::Contains("disagree on whether the sum is cut into buckets"),
+                       gradsum::AgreedError);
+  CHECK_THROWS_WITH_AS(make({0, 8}, {SumAlgorithm::two_level, -1}),
+                       doctest::Contains("-1 ranks per node; expected 0"), gradsum::AgreedError);
+  // Every rank still answers: a plain sum after the refusals.
+  check_buckets<double, Kokkos::DefaultHostExecutionSpace>(gradsum::Buckets{0, 3}, 10);
+}
+
+TEST_CASE("nodes are found from each rank's node's lowest rank; nodes whose ranks interleave are "
+          "not consecutive") {
+  const auto two = gradsum::mpi::detail::map_nodes({0, 0, 2, 2, 2});
+  CHECK(two.consecutive);
+  CHECK(two.first == std::vector<int>{0, 2, 5});
+  CHECK(two.nodes() == 2);
+  CHECK(two.fewest() == 2);
+  CHECK(two.node_of(0) == 0);
+  CHECK(two.node_of(1) == 0);
+  CHECK(two.node_of(4) == 1);
+  const auto mixed = gradsum::mpi::detail::map_nodes({0, 1, 0, 1});
+  CHECK_FALSE(mixed.consecutive);
+  CHECK(mixed.why == "ranks 0 and 2 share a node that rank 1 is not on");
+  CHECK(gradsum::mpi::detail::map_nodes({0}).nodes() == 1);
+}
 
 TEST_CASE("Allreduce refuses a first bucket without a bucket size") {
   CHECK_THROWS_WITH_AS(
@@ -208,6 +289,12 @@ TEST_CASE("mpi: a GPT step sends its gradient in buckets while the backward pass
       auto step = g.step(gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic, b));
       check(step, b, true);
     }
+  }
+  SUBCASE("Allreduce, two-level on nodes of 2 ranks") {
+    const gradsum::Buckets b{40, 300};
+    auto step = g.step(gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic, b,
+                                          {gradsum::SumAlgorithm::two_level, 2}));
+    check(step, b, true);
   }
   SUBCASE("RobustAllreduce: the sum in buckets, a robust rule in one message") {
     const gradsum::Buckets b{40, 300};

@@ -22,6 +22,30 @@ struct Buckets {
   bool enabled() const { return size > 0; }
 };
 
+/// How Allreduce's rank-order sums (those of its buckets) cross the ranks.
+/// Every choice adds each element's values in rank order, so all give the
+/// same bits (mpi/buckets.hpp).
+enum class SumAlgorithm {
+  automatic,  ///< two_level when the ranks fill more than one node with more than one rank
+              ///< each, in blocks of consecutive ranks; else flat
+  flat,       ///< every rank exchanges with every rank
+  two_level   ///< inside each node first, one value per element across each node boundary
+};
+
+/// How Allreduce's rank-order sums cross the ranks: the algorithm and what
+/// counts as a node.
+struct SumLayout {
+  SumAlgorithm algorithm = SumAlgorithm::automatic;
+  /// 0: a node is the ranks that share memory (MPI_COMM_TYPE_SHARED); K > 0:
+  /// ranks [iK, (i + 1)K) form node i (to try two-level sums on one machine).
+  int ranks_per_node = 0;
+};
+
+/// The name of `a` on gradsum-train's command line: auto, flat, two-level.
+inline const char* name(SumAlgorithm a) {
+  return a == SumAlgorithm::flat ? "flat" : a == SumAlgorithm::two_level ? "two-level" : "auto";
+}
+
 namespace detail {
 
 /// A bucket: values [begin, end) of the buffer.

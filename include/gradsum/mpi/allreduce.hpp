@@ -8,6 +8,7 @@
 #include <gradsum/mpi/buckets.hpp>
 #include <gradsum/mpi/communicator.hpp>
 #include <gradsum/mpi/messages.hpp>
+#include <gradsum/mpi/nodes.hpp>
 
 #include <mpi.h>
 #if defined(OPEN_MPI) && OPEN_MPI && __has_include(<mpi-ext.h>)
@@ -76,19 +77,25 @@ inline bool reports_device_support() {
 class Allreduce {
  public:
   /// Aggregates over the processes of `comm` (duplicated; collective),
-  /// in `buckets` when they are enabled. Every rank passes the same buckets.
+  /// in `buckets` when they are enabled, summed as `layout` says (see
+  /// SumLayout; two-level sums without buckets go in one bucket). Every rank
+  /// passes the same buckets and layout: ranks that differ in whether they
+  /// cut the sum, its algorithm or its nodes all throw the same
+  /// gradsum::AgreedError here, before any other collective.
   explicit Allreduce(MPI_Comm comm, DeviceBuffers device_buffers = DeviceBuffers::automatic,
-                     Buckets buckets = {})
-      : comm_(comm), mode_(device_buffers), buckets_(buckets) {
+                     Buckets buckets = {}, SumLayout layout = {})
+      : comm_(comm), mode_(device_buffers), buckets_(buckets), layout_(layout) {
+    agree_on_layout();
     if (buckets.enabled()) {
       if (buckets.size > mpi::max_message_elements || buckets.first > mpi::max_message_elements)
         fail("gradsum::Allreduce: buckets of ", buckets.first, " then ", buckets.size,
              " values; expected at most ", mpi::max_message_elements);
-      bucketed_ = std::make_shared<Bucketed>(comm);
     } else if (buckets.first > 0) {
       fail("gradsum::Allreduce: a first bucket of ", buckets.first,
            " values but a bucket size of 0 (no buckets); give the size of the later buckets");
     }
+    if (buckets.enabled() || layout.algorithm == SumAlgorithm::two_level)
+      bucketed_ = std::make_shared<Bucketed>(comm_, layout);
   }
 
   /// Short name used in messages and command lines.
@@ -105,6 +112,15 @@ class Allreduce {
   bool direct() const { return direct_; }
   /// How the sums are cut (Buckets; not enabled: one MPI_Allreduce).
   const Buckets& buckets() const { return buckets_; }
+  /// How the sums cross the ranks: flat, or two_level when the sums go
+  /// through gradsum's rank-order engine on nodes (SumLayout::automatic
+  /// resolved; one MPI_Allreduce counts as flat).
+  SumAlgorithm sum_algorithm() const {
+    return bucketed_ && bucketed_->nodes.lanes().nodes > 1 ? SumAlgorithm::two_level
+                                                           : SumAlgorithm::flat;
+  }
+  /// The number of nodes of a two-level sum (1 when flat).
+  int nodes() const { return bucketed_ ? bucketed_->nodes.lanes().nodes : 1; }
   /// Buckets started while layers of a backward pass were still to run
   /// (before the first layer's gradient was final), over all steps so far
   /// (overlap()).
@@ -123,7 +139,7 @@ class Allreduce {
     if (bucketed_ && !host_accessible) direct_ = false;
     if (!direct_ && staging_.size() < length * sizeof(Scalar))
       staging_.resize(length * sizeof(Scalar));
-    if (bucketed_) bucketed_->reserve<Scalar>(length, buckets_, size());
+    if (bucketed_) bucketed_->reserve<Scalar>(length, buckets_);
   }
 
   /// Sums `buffer` over all processes, in place. Fences `space` first.
@@ -257,17 +273,36 @@ class Allreduce {
     space.fence();
   }
 
-  // What the buckets keep: the communicator of the gathers, the engines
+  // What the buckets keep: the nodes and their communicators, the engines
   // (one per scalar type), the plan and the room the exchanges receive in.
   struct Bucketed {
-    explicit Bucketed(MPI_Comm comm) : gather(comm) {}
-    mpi::Communicator gather;
+    Bucketed(const mpi::Communicator& comm, const SumLayout& layout)
+        : nodes(on_nodes(comm, layout)) {}
+    mpi::detail::NodeCommunicators nodes;
     mpi::detail::RankOrderSum<double> doubles;
     mpi::detail::RankOrderSum<float> floats;
     mpi::detail::RankOrderSum<std::int64_t> integers;
     std::vector<mpi::detail::BucketRange> plan;
     std::vector<unsigned char> room;
     std::int64_t early = 0;
+
+    // Two-level on the nodes of `layout` where it asks for them or
+    // (automatic) where there are several nodes of consecutive ranks and
+    // more ranks than nodes; flat otherwise. Collective.
+    static mpi::detail::NodeCommunicators on_nodes(const mpi::Communicator& comm,
+                                                   const SumLayout& layout) {
+      const auto map = mpi::detail::find_nodes(comm, layout.ranks_per_node);
+      if (layout.algorithm == SumAlgorithm::two_level && !map.consecutive)
+        fail("gradsum::Allreduce: two-level sums need each node's ranks to be consecutive "
+             "(each element is added in rank order); ", map.why,
+             ". Place ranks node by node, or sum with SumAlgorithm::flat");
+      const bool two_level =
+          layout.algorithm == SumAlgorithm::two_level ||
+          (layout.algorithm == SumAlgorithm::automatic && map.consecutive && map.nodes() > 1 &&
+           map.nodes() < comm.size());
+      return two_level ? mpi::detail::NodeCommunicators(comm, map)
+                       : mpi::detail::NodeCommunicators(comm);
+    }
 
     template <class Scalar>
     mpi::detail::RankOrderSum<Scalar>& engine() {
@@ -282,25 +317,31 @@ class Allreduce {
     // The plan of `length` values (`gradient` of them cut from the end
     // down, the rest one bucket), room for its exchanges.
     template <class Scalar>
-    Scalar* prepare(std::size_t length, std::size_t gradient, const Buckets& b, int p) {
+    Scalar* prepare(std::size_t length, std::size_t gradient, const Buckets& b) {
       plan.clear();
-      mpi::detail::cut_buckets(gradient, b, plan);
+      mpi::detail::cut_buckets(gradient, cut(b), plan);
       if (length > gradient) plan.push_back({gradient, length});
-      reserve<Scalar>(length, plan.size(), p);
+      reserve<Scalar>(length, plan.size());
       return reinterpret_cast<Scalar*>(room.data());
     }
     // Room for the buckets of `length` values (allocate(): more than any
     // plan of them holds, the first bucket and the tail included).
     template <class Scalar>
-    void reserve(std::size_t length, const Buckets& b, int p) {
-      const std::size_t limit = mpi::message_elements();
-      reserve<Scalar>(length, length / (b.size < limit ? b.size : limit) + 3, p);
+    void reserve(std::size_t length, const Buckets& b) {
+      const std::size_t limit = mpi::message_elements(), size = cut(b).size;
+      reserve<Scalar>(length, length / (size < limit ? size : limit) + 3);
     }
     template <class Scalar>
-    void reserve(std::size_t length, std::size_t count, int p) {
+    void reserve(std::size_t length, std::size_t count) {
       const std::size_t bytes =
-          mpi::detail::RankOrderSum<Scalar>::room_needed(length, count, p) * sizeof(Scalar);
+          mpi::detail::RankOrderSum<Scalar>::room_needed(length, count, nodes.lanes()) *
+          sizeof(Scalar);
       if (room.size() < bytes) room.resize(bytes);
+    }
+    // The buckets as cut: the user's, or (two-level without buckets) one
+    // bucket as large as a message allows.
+    static Buckets cut(const Buckets& b) {
+      return b.enabled() ? b : Buckets{0, mpi::max_message_elements};
     }
   };
 
@@ -326,8 +367,8 @@ class Allreduce {
       data = staged.data();
     }
     auto& engine = bucketed_->template engine<Value>();
-    Value* room = bucketed_->template prepare<Value>(n, n, buckets_, size());
-    engine.begin(data, room, comm_.get(), bucketed_->gather.get());
+    Value* room = bucketed_->template prepare<Value>(n, n, buckets_);
+    engine.begin(data, room, bucketed_->nodes.lanes());
     for (const auto& range : bucketed_->plan) engine.start(range);
     engine.finish();
     if constexpr (!host) {
@@ -336,9 +377,36 @@ class Allreduce {
     }
   }
 
+  // Every rank's buckets (enabled or not), algorithm and ranks per node,
+  // compared in one small collective; the same error on every rank when
+  // they differ or are invalid.
+  void agree_on_layout() {
+    const std::int64_t mine[3] = {buckets_.enabled() ? 1 : 0, std::int64_t(layout_.algorithm),
+                                  layout_.ranks_per_node};
+    std::int64_t values[6];
+    for (int i = 0; i < 3; ++i) {
+      values[i] = mine[i];
+      values[3 + i] = ~mine[i];
+    }
+    mpi::allreduce_in_place(values, 6, MPI_INT64_T, sizeof(std::int64_t), MPI_MAX, comm_.get());
+    const char* what[3] = {"whether the sum is cut into buckets (1) or sent in one message (0)",
+                           "the sum algorithm (0 automatic, 1 flat, 2 two-level)",
+                           "the ranks per node"};
+    for (int i = 0; i < 3; ++i)
+      if (values[i] != ~values[3 + i])
+        throw AgreedError(detail::concat("gradsum::Allreduce: the ranks disagree on ", what[i],
+                                         ": it ranges from ", ~values[3 + i], " to ", values[i],
+                                         " over the ", size(), " ranks"));
+    if (layout_.ranks_per_node < 0)
+      throw AgreedError(detail::concat("gradsum::Allreduce: ", layout_.ranks_per_node,
+                                       " ranks per node; expected 0 (the nodes MPI reports) or "
+                                       "more"));
+  }
+
   mpi::Communicator comm_;
   DeviceBuffers mode_;
   Buckets buckets_;
+  SumLayout layout_;
   bool direct_ = true;
   std::vector<unsigned char> staging_;
   std::shared_ptr<std::int64_t> calls_ = std::make_shared<std::int64_t>(0);
@@ -366,9 +434,8 @@ class Allreduce::Overlap final : public detail::BackwardListener {
     static_assert(Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                              typename View::memory_space>::accessible,
                   "gradsum::Allreduce::overlap: the host must be able to read the buffer");
-    Scalar* room = owner.bucketed_->template prepare<Scalar>(length_, gradient, owner.buckets_,
-                                                             owner.size());
-    engine_.begin(data_, room, owner.comm_.get(), owner.bucketed_->gather.get());
+    Scalar* room = owner.bucketed_->template prepare<Scalar>(length_, gradient, owner.buckets_);
+    engine_.begin(data_, room, owner.bucketed_->nodes.lanes());
     if (listen) {
       previous_ = detail::backward_listener();
       detail::backward_listener() = this;

@@ -27,6 +27,7 @@
 #include <gradsum/core/error.hpp>
 #include <gradsum/mpi/communicator.hpp>
 #include <gradsum/mpi/messages.hpp>
+#include <gradsum/mpi/nodes.hpp>
 
 #include <mpi.h>
 
@@ -48,129 +49,164 @@ inline void cut_buckets(std::size_t n, const Buckets& b, std::vector<BucketRange
 }
 
 /// The engine: buckets of one buffer of host memory summed over the ranks,
-/// each element in rank order (see the file's comment).
+/// each element in rank order (see the file's comment), on Lanes: one node
+/// of every rank (flat) or nodes of consecutive ranks (two-level).
 template <class Scalar>
 class RankOrderSum {
  public:
-  /// Sums over the ranks of `exchange` (`gather` a duplicate of it) into
-  /// `data`; `scratch` holds room_needed(n, buckets) values.
-  void begin(Scalar* data, Scalar* scratch, MPI_Comm exchange, MPI_Comm gather) {
+  /// Sums over the ranks of `lanes` into `data`; `scratch` holds
+  /// room_needed(n, buckets, lanes) values. `lanes` outlives the sum.
+  void begin(Scalar* data, Scalar* scratch, const Lanes& lanes) {
     data_ = data;
     scratch_ = scratch;
     scratch_used_ = 0;
-    exchange_ = exchange;
-    gather_ = gather;
-    check(MPI_Comm_size(exchange, &p_), "MPI_Comm_size");
-    check(MPI_Comm_rank(exchange, &rank_), "MPI_Comm_rank");
-    started_ = gathered_ = 0;
+    lanes_ = &lanes;
+    started_ = folded_ = gathered_ = done_ = 0;
   }
 
-  /// Scratch values for `count` buckets over n values in all.
-  static std::size_t room_needed(std::size_t n, std::size_t count, int p) {
-    return n + count * std::size_t(p);
+  /// Scratch values for `count` buckets over n values in all: each
+  /// bucket's slice from every rank of the node, and its running sum.
+  static std::size_t room_needed(std::size_t n, std::size_t count, const Lanes& lanes) {
+    return std::size_t(lanes.local_size + 1) * (n / std::size_t(lanes.columns) + count);
   }
 
-  /// Starts the exchange of the bucket [b, e). Buckets start in the same
-  /// order on every rank.
+  /// Starts the exchange of the bucket [b, e) inside the node (and the
+  /// receipt of the previous node's sums of this rank's slice). Buckets
+  /// start in the same order on every rank.
   void start(BucketRange range) {
     if (started_ == buckets_.size()) buckets_.emplace_back();
     Bucket& k = buckets_[started_++];
     k.range = range;
-    const std::size_t p = std::size_t(p_), m = range.end - range.begin;
-    if (m + p > max_message_elements)
-      fail("gradsum::mpi: a bucket of ", m, " values on ", p, " ranks; expected fewer than ",
-           max_message_elements - p);
-    k.count.resize(p);
-    k.displ.resize(p);
-    k.from_count.resize(p);
-    k.from_displ.resize(p);
-    std::size_t at = 0;
-    for (std::size_t r = 0; r < p; ++r) {
-      k.count[r] = int(m / p + (r < m % p ? 1 : 0));
-      k.displ[r] = int(at);
-      at += std::size_t(k.count[r]);
+    const Lanes& at = *lanes_;
+    const std::size_t local = std::size_t(at.local_size), columns = std::size_t(at.columns);
+    const std::size_t m = range.end - range.begin;
+    if (m + local > max_message_elements)
+      fail("gradsum::mpi: a bucket of ", m, " values on ", local, " ranks; expected fewer than ",
+           max_message_elements - local);
+    k.count.assign(local, 0);
+    k.displ.assign(local, 0);
+    std::size_t next = 0;
+    for (std::size_t j = 0; j < local; ++j) {
+      if (j < columns) k.count[j] = int(m / columns + (j < m % columns ? 1 : 0));
+      k.displ[j] = int(next);
+      next += std::size_t(k.count[j]);
     }
-    const int mine = k.count[std::size_t(rank_)];
-    for (std::size_t r = 0; r < p; ++r) {
-      k.from_count[r] = mine;
-      k.from_displ[r] = int(r) * mine;
-    }
+    const int mine = k.count[std::size_t(at.local)];
+    k.from_count.assign(local, mine);
+    k.from_displ.resize(local);
+    for (std::size_t r = 0; r < local; ++r) k.from_displ[r] = int(r) * mine;
     k.scratch = scratch_ + scratch_used_;
-    scratch_used_ += p * std::size_t(mine);
-    k.state = State::exchanging;
+    k.sum = k.scratch + local * std::size_t(mine);
+    scratch_used_ += (local + 1) * std::size_t(mine);
+    k.phase = Phase::exchanging;
     check(MPI_Ialltoallv(data_ + range.begin, k.count.data(), k.displ.data(), datatype<Scalar>(),
                          k.scratch, k.from_count.data(), k.from_displ.data(), datatype<Scalar>(),
-                         exchange_, &k.request),
+                         at.exchange, &k.exchange),
           "MPI_Ialltoallv");
+    if (mine > 0 && at.node > 0)
+      check(MPI_Irecv(k.sum, mine, datatype<Scalar>(), at.node - 1, 0, at.column, &k.prefix),
+            "MPI_Irecv");
   }
 
   /// Moves the started buckets on without waiting.
   void progress() {
-    for (std::size_t i = 0; i < started_; ++i) {
+    for (std::size_t i = done_; i < started_; ++i) {
       Bucket& k = buckets_[i];
-      if (k.state == State::exchanging || k.state == State::gathering) {
-        int done = 0;
-        check(MPI_Test(&k.request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-        if (done) k.state = k.state == State::exchanging ? State::exchanged : State::done;
-      }
+      for (MPI_Request* r : {&k.exchange, &k.prefix, &k.send, &k.broadcast, &k.gather})
+        if (*r != MPI_REQUEST_NULL) {
+          int flag = 0;
+          check(MPI_Test(r, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+        }
+      if (k.phase == Phase::exchanging && k.exchange == MPI_REQUEST_NULL) k.phase = Phase::exchanged;
+      if (k.phase == Phase::gathering && k.gather == MPI_REQUEST_NULL && k.send == MPI_REQUEST_NULL)
+        k.phase = Phase::done;
     }
-    start_gathers();
+    advance();
   }
 
   /// Waits until every started bucket is summed on every rank.
   void finish() {
     for (std::size_t i = 0; i < started_; ++i) {
       Bucket& k = buckets_[i];
-      while (k.state != State::done) {
-        if (k.state == State::exchanging || k.state == State::gathering) {
-          check(MPI_Wait(&k.request, MPI_STATUS_IGNORE), "MPI_Wait");
-          k.state = k.state == State::exchanging ? State::exchanged : State::done;
-        }
-        start_gathers();
+      while (k.phase != Phase::done) {
+        for (MPI_Request* r : {&k.exchange, &k.prefix, &k.broadcast, &k.gather, &k.send})
+          if (*r != MPI_REQUEST_NULL) {
+            check(MPI_Wait(r, MPI_STATUS_IGNORE), "MPI_Wait");
+            break;
+          }
+        progress();
       }
     }
-    started_ = gathered_ = 0;
+    started_ = folded_ = gathered_ = done_ = 0;
   }
 
   /// Buckets started since begin().
   std::size_t started() const { return started_; }
 
  private:
-  enum class State { exchanging, exchanged, gathering, done };
+  enum class Phase { exchanging, exchanged, broadcasting, gathering, done };
   struct Bucket {
     BucketRange range;
-    State state = State::done;
-    MPI_Request request = MPI_REQUEST_NULL;
+    Phase phase = Phase::done;
+    MPI_Request exchange = MPI_REQUEST_NULL, prefix = MPI_REQUEST_NULL, send = MPI_REQUEST_NULL,
+                broadcast = MPI_REQUEST_NULL, gather = MPI_REQUEST_NULL;
     std::vector<int> count, displ, from_count, from_displ;
-    Scalar* scratch = nullptr;
+    Scalar* scratch = nullptr;  // the slice from each rank of the node
+    Scalar* sum = nullptr;      // the previous node's sums, then this node's
   };
 
-  // Sums the exchanged buckets, in bucket order, and starts their gathers.
-  void start_gathers() {
-    while (gathered_ < started_ && buckets_[gathered_].state == State::exchanged) {
+  // In bucket order: folds the exchanged buckets whose previous sums have
+  // come, passes them on and starts their broadcast; starts the gathers of
+  // the broadcast ones.
+  void advance() {
+    while (done_ < started_ && buckets_[done_].phase == Phase::done) ++done_;
+    while (folded_ < started_ && buckets_[folded_].phase == Phase::exchanged &&
+           buckets_[folded_].prefix == MPI_REQUEST_NULL)
+      fold(buckets_[folded_++]);
+    while (gathered_ < folded_ && buckets_[gathered_].phase == Phase::broadcasting &&
+           buckets_[gathered_].broadcast == MPI_REQUEST_NULL) {
       Bucket& k = buckets_[gathered_++];
-      const std::size_t mine = std::size_t(k.count[std::size_t(rank_)]);
-      Scalar* out = data_ + k.range.begin + std::size_t(k.displ[std::size_t(rank_)]);
-      for (std::size_t i = 0; i < mine; ++i) {
-        Scalar s = k.scratch[i];
-        for (int r = 1; r < p_; ++r) s += k.scratch[std::size_t(r) * mine + i];
-        out[i] = s;
-      }
-      k.state = State::gathering;
+      k.phase = Phase::gathering;
       check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data_ + k.range.begin,
-                            k.count.data(), k.displ.data(), datatype<Scalar>(), gather_,
-                            &k.request),
+                            k.count.data(), k.displ.data(), datatype<Scalar>(), lanes_->gather,
+                            &k.gather),
             "MPI_Iallgatherv");
     }
+  }
+
+  // Adds this node's slices of `k` in rank order onto the previous node's
+  // sums (the first node: onto its first rank's values); the last node
+  // keeps them and broadcasts them to the other nodes, the others pass
+  // them on.
+  void fold(Bucket& k) {
+    const Lanes& at = *lanes_;
+    k.phase = Phase::broadcasting;
+    const std::size_t mine = std::size_t(k.count[std::size_t(at.local)]);
+    if (mine == 0) return;
+    const bool last = at.node == at.nodes - 1;
+    Scalar* mine_in_data = data_ + k.range.begin + std::size_t(k.displ[std::size_t(at.local)]);
+    Scalar* out = last ? mine_in_data : k.sum;
+    for (std::size_t i = 0; i < mine; ++i) {
+      int r = at.node == 0 ? 1 : 0;
+      Scalar s = at.node == 0 ? k.scratch[i] : k.sum[i];
+      for (; r < at.local_size; ++r) s += k.scratch[std::size_t(r) * mine + i];
+      out[i] = s;
+    }
+    if (!last)
+      check(MPI_Isend(k.sum, int(mine), datatype<Scalar>(), at.node + 1, 0, at.column, &k.send),
+            "MPI_Isend");
+    if (at.nodes > 1)
+      check(MPI_Ibcast(mine_in_data, int(mine), datatype<Scalar>(), at.nodes - 1, at.column,
+                       &k.broadcast),
+            "MPI_Ibcast");
   }
 
   Scalar* data_ = nullptr;
   Scalar* scratch_ = nullptr;
   std::size_t scratch_used_ = 0;
-  MPI_Comm exchange_ = MPI_COMM_NULL, gather_ = MPI_COMM_NULL;
-  int p_ = 1, rank_ = 0;
+  const Lanes* lanes_ = nullptr;
   std::vector<Bucket> buckets_;  // kept from step to step: no allocation once grown
-  std::size_t started_ = 0, gathered_ = 0;
+  std::size_t started_ = 0, folded_ = 0, gathered_ = 0, done_ = 0;
 };
 
 }  // namespace detail

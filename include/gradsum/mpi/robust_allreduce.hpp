@@ -40,11 +40,12 @@ class RobustAllreduce {
  public:
   /// Aggregates over the processes of `comm` (duplicated; collective) with
   /// `rule`; the sum (rule_.changes() false) in `buckets` when they are
-  /// enabled (Allreduce; a robust rule gathers every rank's whole buffer
-  /// in one message whatever the buckets).
+  /// enabled, as `layout` says (Allreduce; a robust rule gathers every
+  /// rank's whole buffer in one message whatever the buckets).
   RobustAllreduce(MPI_Comm comm, RobustRule rule,
-                  DeviceBuffers device_buffers = DeviceBuffers::automatic, Buckets buckets = {})
-      : sum_(comm, device_buffers, buckets), rule_(rule) {}
+                  DeviceBuffers device_buffers = DeviceBuffers::automatic, Buckets buckets = {},
+                  SumLayout layout = {})
+      : sum_(comm, device_buffers, buckets, layout), rule_(rule) {}
 
   /// Short name used in messages and command lines.
   static const char* name() { return "robust-allreduce"; }
@@ -61,6 +62,10 @@ class RobustAllreduce {
 
   /// How the sum is cut (Allreduce::buckets).
   const Buckets& buckets() const { return sum_.buckets(); }
+  /// How the sum crosses the ranks (Allreduce::sum_algorithm).
+  SumAlgorithm sum_algorithm() const { return sum_.sum_algorithm(); }
+  /// The nodes of a two-level sum (Allreduce::nodes).
+  int nodes() const { return sum_.nodes(); }
   /// Buckets started during backward passes (Allreduce::early_buckets).
   std::int64_t early_buckets() const { return sum_.early_buckets(); }
   /// Whether a step's message is summed in buckets during the backward
