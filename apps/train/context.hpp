@@ -34,6 +34,9 @@ using Aggregation = gradsum::Local;
 /// there are several ranks, the sum in --bucket-cap's buckets.
 Aggregation make_aggregation(const Options& o);
 
+/// The nodes of the aggregation's two-level sum (1: flat).
+int sum_nodes(const Aggregation& a);
+
 /// --aggregate's rule (an empty rule: the sum).
 gradsum::RobustRule robust_rule(const Options& o);
 
@@ -73,6 +76,7 @@ struct Context {
   Printer say;
   gradsum::ThreadChoice threads;  // how Environment picked the host threads
   gradsum::HostLoad load;         // the machine's load before Kokkos started
+  int sum_nodes = 1;              // the nodes of a two-level sum (1: flat)
 };
 
 }  // namespace gradsum_train

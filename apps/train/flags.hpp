@@ -64,7 +64,8 @@ inline const std::vector<std::string>& text_flags() {
       "--optimizer", "--lr", "--momentum", "--beta1", "--beta2", "--eps", "--weight-decay",
       "--schedule", "--warmup", "--clip-norm", "--l2", "--seed", "--space", "--save-params",
       "--save-model", "--init-params", "--print-gradient", "--checkpoint", "--checkpoint-every",
-      "--resume", "--progress", "--bucket-cap", "--help", "-h", "--kokkos-"};
+      "--resume", "--progress", "--bucket-cap", "--sum-algorithm",
+      "--ranks-per-node", "--help", "-h", "--kokkos-"};
   return names;
 }
 
@@ -227,6 +228,21 @@ inline const std::vector<gradsum_apps::Flag<Options>> flags = {
      "order: the same bits whatever BYTES",
      [](Options& o, const Value& v) { o.bucket_cap = v.integer(0, std::int64_t(1) << 40); },
      same<&Options::bucket_cap>},
+    {"--sum-algorithm", "A",
+     "auto (default) | flat | two-level: how the sum in\n"
+     "buckets crosses the ranks; two-level adds inside each\n"
+     "node first, then one value per element crosses each\n"
+     "node boundary (auto: when the ranks fill several nodes\n"
+     "of several ranks, node by node). The same bits either\n"
+     "way; two-level with --bucket-cap 0 sends one bucket",
+     [](Options& o, const Value& v) { o.sum_algorithm = v.one_of({"auto", "flat", "two-level"}); },
+     same<&Options::sum_algorithm>},
+    {"--ranks-per-node", "K",
+     "what a node is for --sum-algorithm: 0 (default) the\n"
+     "ranks that share memory; K > 0 ranks iK to iK + K - 1\n"
+     "form node i (to try two-level sums on one machine)",
+     [](Options& o, const Value& v) { o.ranks_per_node = int(v.integer(0, 1 << 30)); },
+     same<&Options::ranks_per_node>},
     {"--epochs", "E", "passes over the data, >= 0 (default 10)",
      [](Options& o, const Value& v) { o.epochs = int(v.integer(0, 100000000)); },
      same<&Options::epochs>},

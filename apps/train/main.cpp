@@ -29,11 +29,16 @@ Aggregation make_aggregation(const Options& o) {
   const std::size_t values = std::min(std::size_t(std::max<std::int64_t>(o.bucket_cap / scalar, 1)),
                                       std::size_t(gradsum::mpi::max_message_elements));
   const gradsum::Buckets buckets{0, o.bucket_cap > 0 ? values : 0};
+  const gradsum::SumAlgorithm algorithm = o.sum_algorithm == "flat"        ? gradsum::SumAlgorithm::flat
+                                          : o.sum_algorithm == "two-level" ? gradsum::SumAlgorithm::two_level
+                                                                           : gradsum::SumAlgorithm::automatic;
   return Aggregation(MPI_COMM_WORLD, ranks > 1 ? robust_rule(o) : gradsum::RobustRule{},
-                     gradsum::DeviceBuffers::automatic, buckets);
+                     gradsum::DeviceBuffers::automatic, buckets, {algorithm, o.ranks_per_node});
 }
+int sum_nodes(const Aggregation& a) { return a.nodes(); }
 #else
 Aggregation make_aggregation(const Options&) { return Aggregation{}; }
+int sum_nodes(const Aggregation&) { return 1; }
 #endif
 
 gradsum::RobustRule robust_rule(const Options& o) {
@@ -127,6 +132,7 @@ int train_chosen_model(const Context& context, const Aggregation& aggregation,
 int run(Context& context) {
   const Options& options = context.options;
   Aggregation aggregation = make_aggregation(options);
+  context.sum_nodes = sum_nodes(aggregation);
   if (!options.text.empty()) return run_text(context, aggregation);
   gradsum::Table whole;  // --duplicates: the rows before any split
   // Reading can fail on one rank only (a file missing on one node): every

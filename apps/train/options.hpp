@@ -75,6 +75,8 @@ struct Options {
   double clip_c = 0;              // --aggregate clip:C
   int workers = 4;                // virtual workers of a robust aggregate on one rank
   std::int64_t bucket_cap = 0;    // --bucket-cap: bytes per bucket of the sum, 0 = one message
+  std::string sum_algorithm = "auto";  // --sum-algorithm: auto | flat | two-level
+  int ranks_per_node = 0;         // --ranks-per-node: 0 = the ranks sharing memory
   int epochs = 10;
   std::int64_t batch = 0;  // 0 = full batch
   double l2 = 0.0;

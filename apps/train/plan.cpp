@@ -73,6 +73,15 @@ const std::vector<gradsum_apps::Flag<PlanOptions>> plan_flags = {
      [](O& o, const Value& v) { o.job.network.bandwidth = number(o, v); }},
     {"--latency", "X", "seconds per message (default 50e-6)",
      [](O& o, const Value& v) { o.job.network.latency = number(o, v); }},
+    {"--ranks-per-node", "L",
+     "ranks on one node, for the two-level sum of the bucket\n"
+     "plan (default 8)",
+     [](O& o, const Value& v) { o.job.nodes.ranks_per_node = int(v.integer(1, 1000000)); }},
+    {"--node-bandwidth", "X", "bytes/s per rank inside a node (default 50e9)",
+     [](O& o, const Value& v) {
+       o.job.nodes.link.bandwidth = number(o, v);
+       require(o.job.nodes.link.bandwidth > 0, v, "positive");
+     }},
     {"--workers", "K", "largest number of workers (default 16)",
      [](O& o, const Value& v) {
        o.custom = true;
@@ -124,7 +133,9 @@ std::string plan_usage() {
          "\n"
          "Predicts step time, speedup, efficiency and communication share on\n"
          "N = 1 … K workers with a ring allreduce, and says whether distributing\n"
-         "pays once a one-off set-up cost is counted. Without job options it\n"
+         "pays once a one-off set-up cost is counted; then the bucket size and\n"
+         "sum (flat or two-level) that hide the most communication behind the\n"
+         "backward pass. Without job options it\n"
          "answers two classic cases (both, or the one named). Job options:\n"
          "\n" +
          gradsum_apps::describe_flags(plan_flags, 26);

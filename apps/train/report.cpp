@@ -41,11 +41,19 @@ void print_banner(const Context& context, const Banner& b) {
 
 void print_buckets(const Context& context, int ranks, bool overlapped) {
   const Options& o = context.options;
-  if (ranks > 1 && o.bucket_cap > 0 && o.aggregate == "sum")
+  if (ranks < 2 || o.aggregate != "sum") return;
+  const std::string levels =
+      context.sum_nodes > 1
+          ? ", in two levels over " + std::to_string(context.sum_nodes) + " nodes"
+          : "";
+  if (o.bucket_cap > 0)
     context.say("gradsum-train: the sum in buckets of at most %lld bytes%s, each element added in "
-                "rank order\n",
+                "rank order%s\n",
                 static_cast<long long>(o.bucket_cap),
-                overlapped ? ", sent while the backward pass runs" : "");
+                overlapped ? ", sent while the backward pass runs" : "", levels.c_str());
+  else if (context.sum_nodes > 1)
+    context.say("gradsum-train: the sum in one message after the backward pass, each element "
+                "added in rank order%s\n", levels.c_str());
 }
 
 void report_stop(const Printer& say, const gradsum::FitResult& fitted) {

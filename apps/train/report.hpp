@@ -24,7 +24,8 @@ struct Banner {
 /// Prints the banner: the run, the class names, the reduction and aggregation.
 void print_banner(const Context& context, const Banner& banner);
 
-/// Prints how the sum is cut (--bucket-cap) when it is, on several ranks;
+/// Prints, on several ranks, how the sum is cut (--bucket-cap) and whether
+/// it goes in two levels (--sum-algorithm), unless it is one flat message;
 /// `overlapped`: the buckets leave during the backward pass.
 void print_buckets(const Context& context, int ranks, bool overlapped);
 

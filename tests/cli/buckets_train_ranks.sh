@@ -5,7 +5,9 @@
 # whole model), since each element is added in rank order whatever the
 # buckets: a GPT in float (its buckets sent during the backward pass,
 # the files compared byte for byte), and logistic regression with --reduce
-# sum and reproducible. On 2 ranks, where x0 + x1 = x1 + x0, one message
+# sum and reproducible; the same bytes again with two-level sums
+# (--sum-algorithm two-level) on nodes of 1, 2 and 3 ranks, buckets or
+# one bucket. On 2 ranks, where x0 + x1 = x1 + x0, one message
 # (--bucket-cap 0, MPI_Allreduce) gives those bytes too. The first lines
 # say how the sum is cut.
 # usage: buckets_train_ranks.sh MPIEXEC NUMPROC_FLAG RANKS GRADSUM_TRAIN TEXT CSV
@@ -39,11 +41,27 @@ same "gpt, float" gpt4.safetensors gpt4096.safetensors gpt1048576.safetensors \
 grep -q "the sum in buckets of at most 4096 bytes, sent while the backward pass runs" \
   gpt4096.safetensors.log || bad "the GPT's first lines do not say how the sum is cut"
 
+for k in 1 2 3; do
+  run "gpt4096-nodes$k.safetensors" 4096 "${gpt[@]}" --sum-algorithm two-level --ranks-per-node "$k"
+  run "gpt0-nodes$k.safetensors" 0 "${gpt[@]}" --sum-algorithm two-level --ranks-per-node "$k"
+  same "gpt, two-level on nodes of $k" gpt4.safetensors "gpt4096-nodes$k.safetensors" \
+    "gpt0-nodes$k.safetensors"
+done
+nodes=$(((ranks + 1) / 2))
+if ((nodes > 1)); then
+  grep -q "each element added in rank order, in two levels over $nodes nodes" \
+    gpt4096-nodes2.safetensors.log || bad "the GPT's first lines do not name the $nodes nodes"
+  grep -q "the sum in one message after the backward pass, each element added in rank order, in two levels over $nodes nodes" \
+    gpt0-nodes2.safetensors.log || bad "one bucket in two levels: the first lines do not say so"
+fi
+
 for reduce in sum reproducible; do
   logistic=(--data "$csv" --model logistic --standardize --lr 0.5 --epochs 2 --batch 64
             --reduce "$reduce")
   for cap in 8 4096 1048576; do run "$reduce$cap.txt" "$cap" "${logistic[@]}"; done
-  same "logistic, --reduce $reduce" "${reduce}8.txt" "${reduce}4096.txt" "${reduce}1048576.txt"
+  run "${reduce}8-nodes2.txt" 8 "${logistic[@]}" --sum-algorithm two-level --ranks-per-node 2
+  same "logistic, --reduce $reduce" "${reduce}8.txt" "${reduce}4096.txt" "${reduce}1048576.txt" \
+    "${reduce}8-nodes2.txt"
 done
 
 if [[ "$ranks" == 2 ]]; then
