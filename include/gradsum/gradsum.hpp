@@ -105,6 +105,7 @@
 #include <gradsum/diagnostics/gradient_report.hpp>
 #include <gradsum/diagnostics/suspect_rows.hpp>
 
+#include <gradsum/plan/algorithms.hpp>
 #include <gradsum/plan/calibrate.hpp>
 #include <gradsum/plan/cost_model.hpp>
 #include <gradsum/plan/overlap.hpp>

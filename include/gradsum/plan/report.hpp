@@ -6,6 +6,7 @@
 // reasoning and the verdict. One writer for examples/should_i_distribute
 // and `gradsum-train --plan`, whose outputs must stay identical.
 
+#include <gradsum/plan/algorithms.hpp>
 #include <gradsum/plan/cost_model.hpp>
 #include <gradsum/plan/overlap.hpp>
 #include <gradsum/plan/strategy.hpp>
@@ -39,6 +40,9 @@ struct Case {
   /// per_worker_batch samples per step.
   double noise_scale = 0;
   double per_worker_batch = 0;
+  /// How ranks share nodes, for the bucket plan's two-level sum (stated
+  /// once in the report as an assumption).
+  Nodes nodes;
 };
 
 /// Seconds in an hour, a day and a (365-day) year.
@@ -293,10 +297,29 @@ inline const plan::Prediction* verdict_workers(const plan::Plan& planned) {
   return other;
 }
 
+/// The sum `a` in the bucket plan's words, with `nodes` for two_level on
+/// `workers` ranks.
+inline std::string describe_sum(SumAlgorithm a, const plan::Nodes& nodes, int workers) {
+  if (a != SumAlgorithm::two_level) return "flat sum";
+  const int per_node = std::min(nodes.ranks_per_node, workers);
+  return "two-level sum (" + std::to_string((workers + per_node - 1) / per_node) +
+         " nodes of " + std::to_string(per_node) + ")";
+}
+
+/// explain()'s statement of the nodes the bucket plan assumes.
+inline void explain_nodes(const plan::Case& c, std::FILE* out) {
+  if (std::size_t(c.work.gradient_bytes) == 0 || c.budget.max_workers < 2) return;
+  std::fprintf(out, "  assume bucket plans: %d consecutive ranks per node, linked inside a node "
+                    "at %s/s and %s latency, for the two-level sum\n",
+               c.nodes.ranks_per_node, plan::format_bytes(c.nodes.link.bandwidth).c_str(),
+               plan::format_duration(c.nodes.link.latency).c_str());
+}
+
 /// explain()'s bucket plan: at the verdict's workers, and at 1,024 and
-/// 4,096 where the budget allows, the bucket size the step model picks
-/// (plan/overlap.hpp, on a backward profile assumed even over 24 layers)
-/// and the step it predicts against one message after the backward pass.
+/// 4,096 where the budget allows, the bucket size and the sum (flat, or
+/// two-level on c.nodes) the step model picks (plan/overlap.hpp, on a
+/// backward profile assumed even over 24 layers) and the step it predicts
+/// against one flat message after the backward pass.
 inline void explain_buckets(const plan::Case& c, const plan::Plan& planned, std::FILE* out) {
   using plan::format_bytes;
   using plan::format_duration;
@@ -312,21 +335,27 @@ inline void explain_buckets(const plan::Case& c, const plan::Plan& planned, std:
   for (int w : shown) {
     const auto& p = planned.at(w);
     const auto profile = plan::even_backward(p.compute_seconds, n, 24);
-    const std::size_t cap = plan::choose_bucket_size(profile, n, 1.0, c.network, w, caps);
+    const auto pick = plan::choose_buckets(profile, n, 1.0, c.network, w, caps,
+                                           SumAlgorithm::automatic, c.nodes);
+    const double step = p.compute_seconds + pick.prediction.exposed_seconds + p.overhead_seconds;
+    const std::string sum = describe_sum(pick.algorithm, c.nodes, w);
     std::fprintf(out, "  buckets at %d workers: ", w);
-    if (cap == 0) {
-      std::fprintf(out, "one message after the backward pass is fastest (step %s): buckets "
-                        "of up to 4 GB cost more in latency than they hide\n",
-                   format_duration(p.step_seconds).c_str());
+    if (pick.size == 0) {
+      std::fprintf(out, "one message after the backward pass, the %s, is fastest (step %s, "
+                        "%.3gx one flat message): buckets of up to 4 GB cost more in latency "
+                        "than they hide\n",
+                   sum.c_str(), format_duration(step).c_str(), p.step_seconds / step);
       continue;
     }
-    const auto b = plan::predict_overlap(profile, n, 1.0, Buckets{0, cap}, c.network, w);
-    const double step = p.compute_seconds + b.exposed_seconds + p.overhead_seconds;
+    // What one message of the same sum would leave exposed: all of it.
+    const double alone = plan::predict_overlap(profile, n, 1.0, Buckets{}, c.network, w,
+                                               pick.algorithm, c.nodes).exposed_seconds;
     std::fprintf(out,
-                 "%s buckets (%zu messages) hide %.0f%% of the allreduce behind the backward "
-                 "pass: step %s against %s with one message after it (%.3gx)\n",
-                 format_bytes(double(cap)).c_str(), b.buckets,
-                 100 * (1 - b.exposed_seconds / p.communication_seconds),
+                 "the %s in %s buckets (%zu messages) hides %.0f%% of its communication "
+                 "behind the backward pass: step %s against %s with one flat message after "
+                 "it (%.3gx)\n",
+                 sum.c_str(), format_bytes(double(pick.size)).c_str(), pick.prediction.buckets,
+                 100 * (1 - pick.prediction.exposed_seconds / alone),
                  format_duration(step).c_str(), format_duration(p.step_seconds).c_str(),
                  p.step_seconds / step);
   }
@@ -364,17 +393,20 @@ inline void explain_verdict(const plan::Case& c, const plan::Plan& planned, std:
 namespace plan {
 
 /// Plans `c` (make_plan) and prints the report to `out`: the title and the
-/// assumptions, a table of the predictions for N = 1, 2, 4, … workers, the
-/// fastest N and the largest, the reasoning, the memory check and the
-/// batch advice when `c` asks for them, the bucket plan, and the verdict,
-/// then an empty
-/// line. Returns the plan. Throws gradsum::Error naming an invalid field
-/// (the workload, network and budget are checked before anything is
-/// printed, the memory needs and the noise scale when their part is).
+/// assumptions (with the nodes the bucket plan assumes), a table of the
+/// predictions for N = 1, 2, 4, … workers, the fastest N and the largest,
+/// the reasoning, the memory check and the batch advice when `c` asks for
+/// them, the bucket plan (bucket size and sum algorithm), and the verdict,
+/// then an empty line. Returns the plan. Throws gradsum::Error naming an
+/// invalid field (the workload, network, budget and nodes are checked
+/// before anything is printed, the memory needs and the noise scale when
+/// their part is).
 inline Plan explain(const Case& c, std::FILE* out = stdout) {
   const auto plan = make_plan(c.work, c.network, c.budget);
+  c.nodes.validate();
   std::fprintf(out, "%s\n", c.title.c_str());
   for (const auto& a : c.assumptions) std::fprintf(out, "  assume %s\n", a.c_str());
+  gradsum::detail::explain_nodes(c, out);
   gradsum::detail::explain_table(c, plan, out);
   gradsum::detail::explain_reasoning(c, plan, out);
   if (c.memory.device_bytes > 0) gradsum::detail::explain_memory(c.memory, out);
