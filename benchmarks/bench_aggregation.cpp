@@ -117,6 +117,38 @@ void paired(benchmark::State& state) {
   state.counters["bytes"] = double(bytes);
 }
 
+// The rank-order sum in 1 MiB buckets, flat and in two levels on nodes of
+// 2 consecutive ranks (--ranks-per-node 2), and the raw MPI_Allreduce, in
+// turn in one run: the medians, and `two_level_ratio` = two-level over
+// flat. On one machine every rank shares the same memory, so this measures
+// what the two levels cost, not what they save across a network.
+void sum_algorithms(benchmark::State& state) {
+  const auto bytes = std::size_t(state.range(0));
+  const gradsum::Buckets buckets{0, (std::size_t(1) << 20) / sizeof(double)};
+  Allreduces calls(bytes);
+  auto make = [&](gradsum::SumAlgorithm algorithm) {
+    gradsum::Allreduce sum(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic, buckets,
+                           {algorithm, 2});
+    sum.allocate<double, Space::memory_space>(calls.buffer.extent(0));
+    return sum;
+  };
+  gradsum::Allreduce flat = make(gradsum::SumAlgorithm::flat);
+  gradsum::Allreduce two = make(gradsum::SumAlgorithm::two_level);
+  std::vector<double> raw, flat_times, two_times;
+  for (auto _ : state) {
+    raw.push_back(max_time([&] { calls.raw(); }));
+    flat_times.push_back(max_time([&] { flat.aggregate(Space(), calls.buffer); }));
+    two_times.push_back(max_time([&] { two.aggregate(Space(), calls.buffer); }));
+    state.SetIterationTime(two_times.back());
+  }
+  state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(bytes));
+  state.counters["raw_median_us"] = median(raw) * 1e6;
+  state.counters["flat_median_us"] = median(flat_times) * 1e6;
+  state.counters["two_level_median_us"] = median(two_times) * 1e6;
+  state.counters["two_level_ratio"] = median(two_times) / median(flat_times);
+  state.counters["nodes"] = two.nodes();
+}
+
 std::int64_t iterations_for(std::int64_t bytes) {
   return std::clamp<std::int64_t>((std::int64_t(256) << 20) / bytes, 10, 2000);
 }
@@ -316,6 +348,10 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(("paired/" + size).c_str(), paired)
           ->Arg(bytes)->UseManualTime()->Iterations(pairs_for(bytes))->Unit(benchmark::kMicrosecond);
     }
+    for (std::int64_t bytes : {std::int64_t(1) << 20, std::int64_t(16) << 20})
+      benchmark::RegisterBenchmark(("sum_algorithms/" + std::to_string(bytes)).c_str(),
+                                   sum_algorithms)
+          ->Arg(bytes)->UseManualTime()->Iterations(30)->Unit(benchmark::kMicrosecond);
     for (std::int64_t rows : {16, 64, 256})
       benchmark::RegisterBenchmark(("watch_workers/1MiB/rows:" + std::to_string(rows)).c_str(),
                                    watch_workers_cost)
