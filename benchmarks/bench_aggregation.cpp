@@ -210,15 +210,17 @@ void watch_workers_cost(benchmark::State& state) {
   state.counters["rows_per_rank"] = double(rows);
 }
 
-// The step model's exposed fraction and early buckets for buckets of `cap`
-// bytes (plan/overlap.hpp), from the backward profile of the step without
-// communication whose end is the median, and the link as one message of
-// the n values measured it: `comm` seconds beyond the compute, read as
-// bandwidth alone. Compared with the measured `exposed_fraction` and
-// `early`.
+// The step model's exposed fraction, early buckets and bucketed step for
+// buckets of `cap` bytes (plan/overlap.hpp), from the backward profile of
+// the step without communication whose end is the median, and the link as
+// gradsum's rank-order sum of the n values in one bucket after the
+// backward pass measured it: `comm` seconds beyond the compute `compute`,
+// read as bandwidth alone. Compared with the measured `exposed_fraction`,
+// `early` and `buckets_median_us` (`predicted_step_error`: predicted over
+// measured step, minus 1).
 void predict_overlap_counters(benchmark::State& state,
                               std::vector<std::vector<gradsum::plan::FinalPoint>> profiles,
-                              std::size_t n, std::size_t cap, double comm) {
+                              std::size_t n, std::size_t cap, double compute, double comm) {
   int ranks = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   if (profiles.empty() || profiles.front().empty() || !(comm > 0) || ranks < 2) return;
@@ -233,31 +235,41 @@ void predict_overlap_counters(benchmark::State& state,
   state.counters["predicted_exposed_fraction"] = p.exposed_seconds / comm;
   state.counters["predicted_early"] = double(p.early_buckets);
   state.counters["link_MBps"] = link.bandwidth / 1e6;
+  const double predicted = compute + p.exposed_seconds;
+  state.counters["predicted_buckets_us"] = predicted * 1e6;
+  state.counters["predicted_step_error"] =
+      predicted / (state.counters["buckets_median_us"] * 1e-6) - 1;
 }
 
-// A step three ways, in turn (`make(aggregation)` builds it; `evaluate(step)`
+// A step four ways, in turn (`make(aggregation)` builds it; `evaluate(step)`
 // runs it on this rank's rows): without communication (Local: the compute
-// alone), with one message after the backward pass, and with buckets of
-// `cap` bytes sent while the backward pass runs. The communication is one
-// message's time beyond the compute, the exposed communication the
-// buckets' time beyond it: `exposed_fraction` (exposed over communication;
-// the aim: at most 0.15 on a link slow enough that `comm_fraction`, the
-// communication's share of the one-message step, is a third or more) and
-// `early`, the buckets that left while layers were still to run, per step.
+// alone), with one message after the backward pass (MPI_Allreduce), with
+// gradsum's rank-order sum in one bucket after it (what the step model's
+// link is read from: on 3 ranks Open MPI's allreduce of this size takes
+// another algorithm), and with buckets of `cap` bytes sent while the
+// backward pass runs. The communication is one message's time beyond the
+// compute, the exposed communication the buckets' time beyond it:
+// `exposed_fraction` (exposed over communication; the aim: at most 0.15 on
+// a link slow enough that `comm_fraction`, the communication's share of
+// the one-message step, is a third or more) and `early`, the buckets that
+// left while layers were still to run, per step.
 template <class Make, class Evaluate>
 void overlap(benchmark::State& state, std::size_t cap, const Make& make, const Evaluate& evaluate) {
   auto alone = make(gradsum::Local{});
   auto one = make(gradsum::Allreduce(MPI_COMM_WORLD));
   auto buckets = make(gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic,
                                          gradsum::Buckets{0, cap / sizeof(float)}));
-  std::vector<double> compute, message, bucketed;
+  auto whole = make(gradsum::Allreduce(MPI_COMM_WORLD, gradsum::DeviceBuffers::automatic,
+                                       gradsum::Buckets{0, gradsum::mpi::message_elements()}));
+  std::vector<double> compute, message, bucketed, one_bucket;
   std::vector<std::vector<gradsum::plan::FinalPoint>> profiles;
-  for (int warm = 0; warm < 2; ++warm) evaluate(alone), evaluate(one), evaluate(buckets);
+  for (int warm = 0; warm < 2; ++warm)
+    evaluate(alone), evaluate(one), evaluate(buckets), evaluate(whole);
   const auto early = buckets.aggregation().early_buckets();
   for (auto _ : state) {
     const std::size_t first = compute.size();
-    for (std::size_t i = 0; i < 3; ++i) {
-      switch ((i + first) % 3) {
+    for (std::size_t i = 0; i < 4; ++i) {
+      switch ((i + first) % 4) {
         case 0:
           compute.push_back(max_time([&] {
             gradsum::plan::BackwardRecorder recorder;
@@ -266,14 +278,17 @@ void overlap(benchmark::State& state, std::size_t cap, const Make& make, const E
           }));
           break;
         case 1: message.push_back(max_time([&] { evaluate(one); })); break;
+        case 2: one_bucket.push_back(max_time([&] { evaluate(whole); })); break;
         default: bucketed.push_back(max_time([&] { evaluate(buckets); }));
       }
     }
     state.SetIterationTime(bucketed.back());
   }
-  const double c = median(compute), m = median(message), b = median(bucketed);
+  const double c = median(compute), m = median(message), b = median(bucketed),
+               w = median(one_bucket);
   state.counters["compute_median_us"] = c * 1e6;
   state.counters["one_message_median_us"] = m * 1e6;
+  state.counters["one_bucket_median_us"] = w * 1e6;
   state.counters["buckets_median_us"] = b * 1e6;
   state.counters["comm_fraction"] = (m - c) / m;
   state.counters["exposed_fraction"] = (b - c) / (m - c);
@@ -281,7 +296,7 @@ void overlap(benchmark::State& state, std::size_t cap, const Make& make, const E
       double(buckets.aggregation().early_buckets() - early) / double(bucketed.size());
   state.counters["cap_bytes"] = double(cap);
   predict_overlap_counters(state, std::move(profiles), std::size_t(alone.num_parameters()), cap,
-                           m - c);
+                           c, w - c);
 }
 
 // The MLP 784-1024-1024-10 in float, 256 samples per rank.
