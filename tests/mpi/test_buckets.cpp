@@ -157,14 +157,14 @@ TEST_CASE("ranks that disagree on the sum's algorithm, nodes or buckets all thro
   };
   CHECK_THROWS_WITH_AS(
       make({0, 8}, {last ? SumAlgorithm::two_level : SumAlgorithm::flat, 0}),
-      doctest::Contains("the ranks disagree on the sum algorithm (0 automatic, 1 flat, 2 "
-                        "two-level): it ranges from 1 to 2"),
+      doctest::Contains("ranks disagree on how to sum (the sum algorithm (0 automatic, 1 flat, "
+                        "2 two-level) ranges from 1 to 2)"),
       gradsum::AgreedError);
   CHECK_THROWS_WITH_AS(make({0, 8}, {SumAlgorithm::two_level, last ? 2 : 1}),
-                       doctest::Contains("disagree on the ranks per node: it ranges from 1 to 2"),
+                       doctest::Contains("(the ranks per node ranges from 1 to 2)"),
                        gradsum::AgreedError);
   CHECK_THROWS_WITH_AS(make({0, last ? std::size_t(8) : 0}, {}),
-                       doctest::Contains("disagree on whether the sum is cut into buckets"),
+                       doctest::Contains("disagree on how to sum (whether the sum is cut into buckets"),
                        gradsum::AgreedError);
   CHECK_THROWS_WITH_AS(make({0, 8}, {SumAlgorithm::two_level, -1}),
                        doctest::Contains("-1 ranks per node; expected 0"), gradsum::AgreedError);

@@ -95,7 +95,7 @@ class Allreduce {
            " values but a bucket size of 0 (no buckets); give the size of the later buckets");
     }
     if (buckets.enabled() || layout.algorithm == SumAlgorithm::two_level)
-      bucketed_ = std::make_shared<Bucketed>(comm_, layout);
+      bucketed_ = std::make_shared<mpi::detail::BucketedSums>(comm_, layout);
   }
 
   /// Short name used in messages and command lines.
@@ -273,78 +273,6 @@ class Allreduce {
     space.fence();
   }
 
-  // What the buckets keep: the nodes and their communicators, the engines
-  // (one per scalar type), the plan and the room the exchanges receive in.
-  struct Bucketed {
-    Bucketed(const mpi::Communicator& comm, const SumLayout& layout)
-        : nodes(on_nodes(comm, layout)) {}
-    mpi::detail::NodeCommunicators nodes;
-    mpi::detail::RankOrderSum<double> doubles;
-    mpi::detail::RankOrderSum<float> floats;
-    mpi::detail::RankOrderSum<std::int64_t> integers;
-    std::vector<mpi::detail::BucketRange> plan;
-    std::vector<unsigned char> room;
-    std::int64_t early = 0;
-
-    // Two-level on the nodes of `layout` where it asks for them or
-    // (automatic) where there are several nodes of consecutive ranks and
-    // more ranks than nodes; flat otherwise. Collective.
-    static mpi::detail::NodeCommunicators on_nodes(const mpi::Communicator& comm,
-                                                   const SumLayout& layout) {
-      const auto map = mpi::detail::find_nodes(comm, layout.ranks_per_node);
-      if (layout.algorithm == SumAlgorithm::two_level && !map.consecutive)
-        fail("gradsum::Allreduce: two-level sums need each node's ranks to be consecutive "
-             "(each element is added in rank order); ", map.why,
-             ". Place ranks node by node, or sum with SumAlgorithm::flat");
-      const bool two_level =
-          layout.algorithm == SumAlgorithm::two_level ||
-          (layout.algorithm == SumAlgorithm::automatic && map.consecutive && map.nodes() > 1 &&
-           map.nodes() < comm.size());
-      return two_level ? mpi::detail::NodeCommunicators(comm, map)
-                       : mpi::detail::NodeCommunicators(comm);
-    }
-
-    template <class Scalar>
-    mpi::detail::RankOrderSum<Scalar>& engine() {
-      if constexpr (std::is_same<Scalar, double>::value) return doubles;
-      else if constexpr (std::is_same<Scalar, float>::value) return floats;
-      else {
-        static_assert(std::is_same<Scalar, std::int64_t>::value,
-                      "gradsum::Allreduce: buckets sum double, float or std::int64_t values");
-        return integers;
-      }
-    }
-    // The plan of `length` values (`gradient` of them cut from the end
-    // down, the rest one bucket), room for its exchanges.
-    template <class Scalar>
-    Scalar* prepare(std::size_t length, std::size_t gradient, const Buckets& b) {
-      plan.clear();
-      mpi::detail::cut_buckets(gradient, cut(b), plan);
-      if (length > gradient) plan.push_back({gradient, length});
-      reserve<Scalar>(length, plan.size());
-      return reinterpret_cast<Scalar*>(room.data());
-    }
-    // Room for the buckets of `length` values (allocate(): more than any
-    // plan of them holds, the first bucket and the tail included).
-    template <class Scalar>
-    void reserve(std::size_t length, const Buckets& b) {
-      const std::size_t limit = mpi::message_elements(), size = cut(b).size;
-      reserve<Scalar>(length, length / (size < limit ? size : limit) + 3);
-    }
-    template <class Scalar>
-    void reserve(std::size_t length, std::size_t count) {
-      const std::size_t bytes =
-          mpi::detail::RankOrderSum<Scalar>::room_needed(length, count, nodes.lanes()) *
-          sizeof(Scalar);
-      if (room.size() < bytes) room.resize(bytes);
-    }
-    // The buckets as cut: the user's, or (two-level without buckets) one
-    // bucket as large as a message allows.
-    static Buckets cut(const Buckets& b) {
-      return b.enabled() ? b : Buckets{0, mpi::max_message_elements};
-    }
-  };
-
   // The buffer in buckets, each element in rank order; through the host
   // staging buffer where the host cannot read it.
   template <class ExecutionSpace, class View>
@@ -378,25 +306,21 @@ class Allreduce {
   }
 
   // Every rank's buckets (enabled or not), algorithm and ranks per node,
-  // compared in one small collective; the same error on every rank when
-  // they differ or are invalid.
+  // compared in one small collective (min_max); the same error on every
+  // rank when they differ or are invalid.
   void agree_on_layout() {
-    const std::int64_t mine[3] = {buckets_.enabled() ? 1 : 0, std::int64_t(layout_.algorithm),
-                                  layout_.ranks_per_node};
-    std::int64_t values[6];
-    for (int i = 0; i < 3; ++i) {
-      values[i] = mine[i];
-      values[3 + i] = ~mine[i];
-    }
-    mpi::allreduce_in_place(values, 6, MPI_INT64_T, sizeof(std::int64_t), MPI_MAX, comm_.get());
-    const char* what[3] = {"whether the sum is cut into buckets (1) or sent in one message (0)",
-                           "the sum algorithm (0 automatic, 1 flat, 2 two-level)",
-                           "the ranks per node"};
-    for (int i = 0; i < 3; ++i)
-      if (values[i] != ~values[3 + i])
-        throw AgreedError(detail::concat("gradsum::Allreduce: the ranks disagree on ", what[i],
-                                         ": it ranges from ", ~values[3 + i], " to ", values[i],
-                                         " over the ", size(), " ranks"));
+    Signature layout;
+    layout.subject = "disagree on how to sum";
+    layout.advice = "every rank must pass the same Buckets and SumLayout";
+    layout.add("whether the sum is cut into buckets (1) or sent in one message (0)",
+               buckets_.enabled() ? 1 : 0);
+    layout.add("the sum algorithm (0 automatic, 1 flat, 2 two-level)",
+               std::int64_t(layout_.algorithm));
+    layout.add("the ranks per node", layout_.ranks_per_node);
+    std::vector<std::int64_t> lo, hi;
+    min_max(layout, lo, hi);
+    const std::string error = layout.disagreement("gradsum::Allreduce", size(), lo.data(), hi.data());
+    if (!error.empty()) throw AgreedError(error);
     if (layout_.ranks_per_node < 0)
       throw AgreedError(detail::concat("gradsum::Allreduce: ", layout_.ranks_per_node,
                                        " ranks per node; expected 0 (the nodes MPI reports) or "
@@ -410,7 +334,7 @@ class Allreduce {
   bool direct_ = true;
   std::vector<unsigned char> staging_;
   std::shared_ptr<std::int64_t> calls_ = std::make_shared<std::int64_t>(0);
-  std::shared_ptr<Bucketed> bucketed_;
+  std::shared_ptr<mpi::detail::BucketedSums> bucketed_;
 };
 
 /// A step's message summed in buckets while the backward pass runs

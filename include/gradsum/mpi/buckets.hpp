@@ -16,6 +16,12 @@
 /// buckets, nor on when each bucket starts. On 2 ranks they are those of
 /// MPI_Allreduce (x_0 + x_1 either way).
 ///
+/// The flat sum is one node of every rank; a two-level sum (mpi/nodes.hpp)
+/// exchanges inside each node, adds node by node along a chain of the
+/// nodes (each node's ranks in rank order onto the previous node's sums,
+/// so the bits are the flat sum's), broadcasts from the last node and
+/// gathers inside each node.
+///
 /// Buckets start in a fixed order on every rank. Exchanges and gathers go
 /// on two communicators, each seeing its collectives in bucket order, as
 /// MPI requires of non-blocking collectives; a bucket's gather starts only
@@ -33,6 +39,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace gradsum {
@@ -207,6 +214,76 @@ class RankOrderSum {
   const Lanes* lanes_ = nullptr;
   std::vector<Bucket> buckets_;  // kept from step to step: no allocation once grown
   std::size_t started_ = 0, folded_ = 0, gathered_ = 0, done_ = 0;
+};
+
+/// What Allreduce's rank-order sums keep from step to step: the nodes and
+/// their communicators, the engines (one per scalar type), the plan of the
+/// buckets and the room the exchanges receive in.
+struct BucketedSums {
+  BucketedSums(const Communicator& comm, const SumLayout& layout)
+      : nodes(on_nodes(comm, layout)) {}
+  NodeCommunicators nodes;
+  RankOrderSum<double> doubles;
+  RankOrderSum<float> floats;
+  RankOrderSum<std::int64_t> integers;
+  std::vector<BucketRange> plan;
+  std::vector<unsigned char> room;
+  std::int64_t early = 0;
+
+  // Two-level on the nodes of `layout` where it asks for them or
+  // (automatic) where there are several nodes of consecutive ranks and
+  // more ranks than nodes; flat otherwise. Collective.
+  static NodeCommunicators on_nodes(const Communicator& comm, const SumLayout& layout) {
+    const auto map = find_nodes(comm, layout.ranks_per_node);
+    if (layout.algorithm == SumAlgorithm::two_level && !map.consecutive)
+      fail("gradsum::Allreduce: two-level sums need each node's ranks to be consecutive "
+           "(each element is added in rank order); ", map.why,
+           ". Place ranks node by node, or sum with SumAlgorithm::flat");
+    const bool two_level =
+        layout.algorithm == SumAlgorithm::two_level ||
+        (layout.algorithm == SumAlgorithm::automatic && map.consecutive && map.nodes() > 1 &&
+         map.nodes() < comm.size());
+    return two_level ? NodeCommunicators(comm, map) : NodeCommunicators(comm);
+  }
+
+  template <class Scalar>
+  RankOrderSum<Scalar>& engine() {
+    if constexpr (std::is_same<Scalar, double>::value) return doubles;
+    else if constexpr (std::is_same<Scalar, float>::value) return floats;
+    else {
+      static_assert(std::is_same<Scalar, std::int64_t>::value,
+                    "gradsum::Allreduce: buckets sum double, float or std::int64_t values");
+      return integers;
+    }
+  }
+  // The plan of `length` values (`gradient` of them cut from the end
+  // down, the rest one bucket), room for its exchanges.
+  template <class Scalar>
+  Scalar* prepare(std::size_t length, std::size_t gradient, const Buckets& b) {
+    plan.clear();
+    cut_buckets(gradient, cut(b), plan);
+    if (length > gradient) plan.push_back({gradient, length});
+    reserve<Scalar>(length, plan.size());
+    return reinterpret_cast<Scalar*>(room.data());
+  }
+  // Room for the buckets of `length` values (allocate(): more than any
+  // plan of them holds, the first bucket and the tail included).
+  template <class Scalar>
+  void reserve(std::size_t length, const Buckets& b) {
+    const std::size_t limit = message_elements(), size = cut(b).size;
+    reserve<Scalar>(length, length / (size < limit ? size : limit) + 3);
+  }
+  template <class Scalar>
+  void reserve(std::size_t length, std::size_t count) {
+    const std::size_t bytes =
+        RankOrderSum<Scalar>::room_needed(length, count, nodes.lanes()) * sizeof(Scalar);
+    if (room.size() < bytes) room.resize(bytes);
+  }
+  // The buckets as cut: the user's, or (two-level without buckets) one
+  // bucket as large as a message allows.
+  static Buckets cut(const Buckets& b) {
+    return b.enabled() ? b : Buckets{0, max_message_elements};
+  }
 };
 
 }  // namespace detail
