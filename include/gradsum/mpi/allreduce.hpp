@@ -3,6 +3,7 @@
 
 #include <gradsum/core/signature.hpp>
 #include <gradsum/core/error.hpp>
+#include <gradsum/core/shards.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/model/detail/backward_progress.hpp>
 #include <gradsum/mpi/buckets.hpp>
@@ -126,6 +127,54 @@ class Allreduce {
   /// (overlap()).
   std::int64_t early_buckets() const { return bucketed_ ? bucketed_->early : 0; }
 
+  /// Shards the optimizer state over the ranks (ZeRO stage 1): a step with
+  /// an elementwise optimizer keeps the state of its block of the
+  /// parameters alone (optimizer_shard()), updates that block and copies
+  /// every rank's block to every rank (gather_shards()). The gradient is
+  /// still summed whole on every rank, so the parameters are the same bits
+  /// as without sharding. Every rank sets the same value before the step is
+  /// built (its constructor compares them). Returns *this.
+  Allreduce& shard_optimizer(bool on = true) {
+    shard_optimizer_ = on;
+    return *this;
+  }
+  /// Whether the optimizer state is sharded (shard_optimizer()).
+  bool shards_optimizer() const { return shard_optimizer_; }
+  /// The block of `num_parameters` values this rank updates: block rank()
+  /// of shard_bounds(num_parameters, size()) when sharding, else all.
+  ParameterShard optimizer_shard(std::int64_t num_parameters) const {
+    return shard_optimizer_ ? shard_of(num_parameters, size(), rank())
+                            : ParameterShard{0, num_parameters};
+  }
+  /// Every rank's block (optimizer_shard()) of the vector `values` copied
+  /// into every rank's `values`, in place; through the host staging buffer
+  /// where MPI cannot take the memory directly. Fences `space`. Blocking;
+  /// collective.
+  template <class ExecutionSpace, class View>
+  void gather_shards(const ExecutionSpace& space, const View& values) {
+    using Value = typename View::non_const_value_type;
+    space.fence();
+    const auto bounds = shard_bounds(std::int64_t(values.extent(0)), size());
+    if (direct_ && values.span_is_contiguous()) {
+      mpi::allgather_blocks(values.data(), bounds, mpi::datatype<Value>(), comm_.get());
+      return;
+    }
+    auto host = staging_view<Value>(values.extent(0));
+    Kokkos::deep_copy(space, host, values);
+    space.fence();
+    mpi::allgather_blocks(host.data(), bounds, mpi::datatype<Value>(), comm_.get());
+    Kokkos::deep_copy(space, values, host);
+    space.fence();
+  }
+  /// This rank's block of a vector of `num_parameters` values (`mine`, on
+  /// the host) collected into `all` on rank 0 (num_parameters values; not
+  /// read elsewhere): a whole vector for a checkpoint. Blocking; collective.
+  template <class Value>
+  void collect_shards(const Value* mine, Value* all, std::int64_t num_parameters) {
+    mpi::gather_blocks(mine, all, shard_bounds(num_parameters, size()), mpi::datatype<Value>(),
+                       sizeof(Value), 0, comm_.get());
+  }
+
   /// Decides how buffers of `length` Scalars in `MemorySpace` reach MPI and
   /// allocates the host staging buffer (and the buckets' room) when they
   /// need one.
@@ -194,6 +243,7 @@ class Allreduce {
     Signature signature = step_signature;
     signature.add("allreduce bucket size", std::int64_t(buckets_.size));
     signature.add("allreduce first bucket", std::int64_t(buckets_.first));
+    signature.add("whether the optimizer state is sharded", shard_optimizer_ ? 1 : 0);
     std::string names;
     for (const auto& field : signature.fields) names += field.first + '\n';
     Signature shape = signature;
@@ -260,17 +310,24 @@ class Allreduce {
                               comm_.get());
       return;
     }
-    if (staging_.size() < n * sizeof(Value))
-      fail("gradsum::Allreduce: buffer of ", n,
-                   " values exceeds the staging buffer; call allocate() first");
-    Kokkos::View<Value*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
-        reinterpret_cast<Value*>(staging_.data()), n);
+    auto host = staging_view<Value>(n);
     Kokkos::deep_copy(space, host, buffer);
     space.fence();
     mpi::allreduce_in_place(host.data(), n, mpi::datatype<Value>(), sizeof(Value), op,
                             comm_.get());
     Kokkos::deep_copy(space, buffer, host);
     space.fence();
+  }
+
+  // The first n values of the host staging buffer (allocate()d before).
+  template <class Value>
+  using HostValues = Kokkos::View<Value*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  template <class Value>
+  HostValues<Value> staging_view(std::size_t n) {
+    if (staging_.size() < n * sizeof(Value))
+      fail("gradsum::Allreduce: buffer of ", n,
+           " values exceeds the staging buffer; call allocate() first");
+    return HostValues<Value>(reinterpret_cast<Value*>(staging_.data()), n);
   }
 
   // The buffer in buckets, each element in rank order; through the host
@@ -284,12 +341,9 @@ class Allreduce {
     constexpr bool host =
         Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename View::memory_space>::accessible;
     Value* data = buffer.data();
-    Kokkos::View<Value*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> staged;
+    HostValues<Value> staged;
     if constexpr (!host) {
-      if (staging_.size() < n * sizeof(Value))
-        fail("gradsum::Allreduce: buffer of ", n,
-             " values exceeds the staging buffer; call allocate() first");
-      staged = decltype(staged)(reinterpret_cast<Value*>(staging_.data()), n);
+      staged = staging_view<Value>(n);
       Kokkos::deep_copy(space, staged, buffer);
       space.fence();
       data = staged.data();
@@ -331,6 +385,7 @@ class Allreduce {
   DeviceBuffers mode_;
   Buckets buckets_;
   SumLayout layout_;
+  bool shard_optimizer_ = false;
   bool direct_ = true;
   std::vector<unsigned char> staging_;
   std::shared_ptr<std::int64_t> calls_ = std::make_shared<std::int64_t>(0);

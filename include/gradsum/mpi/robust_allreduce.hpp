@@ -82,6 +82,30 @@ class RobustAllreduce {
     return sum_.overlap(space, buffer, gradient, listen);
   }
 
+  /// Shards the optimizer state over the ranks (Allreduce::shard_optimizer:
+  /// every rank holds the same combined gradient, whatever the rule).
+  /// Returns *this.
+  RobustAllreduce& shard_optimizer(bool on = true) {
+    sum_.shard_optimizer(on);
+    return *this;
+  }
+  /// Whether the optimizer state is sharded.
+  bool shards_optimizer() const { return sum_.shards_optimizer(); }
+  /// This rank's block of the parameters (Allreduce::optimizer_shard).
+  ParameterShard optimizer_shard(std::int64_t num_parameters) const {
+    return sum_.optimizer_shard(num_parameters);
+  }
+  /// Every rank's block copied to every rank (Allreduce::gather_shards).
+  template <class ExecutionSpace, class View>
+  void gather_shards(const ExecutionSpace& space, const View& values) {
+    sum_.gather_shards(space, values);
+  }
+  /// The blocks collected on rank 0 (Allreduce::collect_shards).
+  template <class Value>
+  void collect_shards(const Value* mine, Value* all, std::int64_t num_parameters) {
+    sum_.collect_shards(mine, all, num_parameters);
+  }
+
   /// Prepares for buffers of `length` Scalars in `MemorySpace`: Allreduce's
   /// staging, and room for every rank's buffer (W length + W Scalars) in
   /// `MemorySpace` plus, when MPI cannot read that space, a host copy.

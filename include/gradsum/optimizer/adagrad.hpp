@@ -18,6 +18,8 @@ struct AdaGrad {
   double eps = 1e-10; ///< added to the denominator, > 0
 
   static const char* name() { return "adagrad"; }
+  /// Each parameter's update reads its own gradient and state alone.
+  static constexpr bool elementwise = true;
   void validate() const {
     detail::require_positive("AdaGrad", "learning rate lr", lr);
     detail::require_positive("AdaGrad", "eps", eps);

@@ -66,6 +66,8 @@ struct Adam {
   std::int64_t t = 0;       ///< updates done so far (saved by checkpoints)
 
   static const char* name() { return "adam"; }
+  /// Each parameter's update reads its own gradient and state alone.
+  static constexpr bool elementwise = true;
   void validate() const { detail::adam_validate(*this, "Adam"); }
   /// Two state vectors: the moments m and v.
   static int state_size(int /*num_parameters*/) { return 2; }

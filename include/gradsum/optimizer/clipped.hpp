@@ -29,6 +29,9 @@ struct Clipped {
 
   /// The wrapped optimizer's name: clipping is a run-time knob.
   const char* name() const { return optimizer.name(); }
+  /// Elementwise when the wrapped optimizer is: the norm is the whole
+  /// gradient's, from the context's result().
+  static constexpr bool elementwise = detail::is_elementwise<Optimizer>::value;
   void validate() const {
     optimizer.validate();
     if (!(max_norm > 0))

@@ -40,6 +40,9 @@ class FirstOrder {
   FirstOrder(const Optimizer& optimizer)  // NOLINT: implicit on purpose
       : lr(optimizer.lr), policy_(optimizer) {}
 
+  /// All seven update each parameter from its own gradient and state.
+  static constexpr bool elementwise = true;
+
   /// Learning rate of the held optimizer, > 0.
   double lr;
 

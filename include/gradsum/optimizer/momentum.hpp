@@ -41,6 +41,8 @@ struct Momentum {
   double momentum = 0.9;
 
   static const char* name() { return "momentum"; }
+  /// Each parameter's update reads its own gradient and state alone.
+  static constexpr bool elementwise = true;
   void validate() const {
     detail::require_positive("Momentum", "learning rate lr", lr);
     detail::require_unit_interval("Momentum", "momentum", momentum);

@@ -23,6 +23,8 @@ struct Nesterov {
   double momentum = 0.9;
 
   static const char* name() { return "nesterov"; }
+  /// Each parameter's update reads its own gradient and state alone.
+  static constexpr bool elementwise = true;
   void validate() const {
     detail::require_positive("Nesterov", "learning rate lr", lr);
     detail::require_unit_interval("Nesterov", "momentum", momentum);

@@ -19,6 +19,8 @@ struct RMSProp {
   double eps = 1e-8; ///< added to the denominator, > 0
 
   static const char* name() { return "rmsprop"; }
+  /// Each parameter's update reads its own gradient and state alone.
+  static constexpr bool elementwise = true;
   void validate() const {
     detail::require_positive("RMSProp", "learning rate lr", lr);
     detail::require_unit_interval("RMSProp", "rho", rho);

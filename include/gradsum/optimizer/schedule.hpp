@@ -99,6 +99,8 @@ struct Scheduled {
       : optimizer(o), schedule(s), base_lr_(o.lr) {}
 
   const char* name() const { return optimizer.name(); }
+  /// Elementwise when the wrapped optimizer is.
+  static constexpr bool elementwise = detail::is_elementwise<Optimizer>::value;
   void validate() const {
     optimizer.validate();
     schedule.validate();

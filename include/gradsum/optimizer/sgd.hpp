@@ -20,6 +20,8 @@ struct SGD {
 
   /// Short name used in messages and command lines.
   static const char* name() { return "sgd"; }
+  /// Each parameter's update reads its own gradient and state alone.
+  static constexpr bool elementwise = true;
   /// Rejects a learning rate that is not positive and finite.
   void validate() const { detail::require_positive("SGD", "learning rate lr", lr); }
   /// SGD keeps no state vectors.

@@ -16,6 +16,7 @@
 #include <gradsum/optimizer/detail/checks.hpp>
 #include <gradsum/optimizer/schedule.hpp>
 #include <gradsum/train/checkpoint_format.hpp>
+#include <gradsum/train/detail/optimizer_shards.hpp>
 
 #include <cstdint>
 #include <cstring>
@@ -163,11 +164,60 @@ void assign_bytes(const View& v, const std::string& bytes) {
   Kokkos::deep_copy(v, h);
 }
 
+/// The bytes of the optimizer state of `step` as one state_rows x P
+/// row-major matrix, whatever the ranks: this worker's own state, or, when
+/// the step shards it, every rank's block collected on rank 0 (collective
+/// then; the other ranks get an empty string).
+template <class StepType>
+std::string whole_state_bytes(StepType& step) {
+  const auto state = step.optimizer_state();
+  const ParameterShard shard = step.optimizer_shard();
+  const std::int64_t P = step.num_parameters();
+  if constexpr (has_optimizer_shards<typename StepType::aggregation_type>::value) {
+    if (shard.partial(P)) {
+      using Scalar = typename StepType::scalar_type;
+      auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), state);
+      const bool root = step.aggregation().rank() == 0;
+      const std::size_t rows = state.extent(0);
+      std::string all(root ? rows * std::size_t(P) * sizeof(Scalar) : 0, '\0');
+      for (std::size_t r = 0; r < rows; ++r)
+        step.aggregation().collect_shards(
+            host.data() + r * std::size_t(shard.size()),
+            root ? reinterpret_cast<Scalar*>(&all[0]) + r * std::size_t(P) : nullptr, P);
+      return all;
+    }
+  }
+  return view_bytes(state);
+}
+
+/// Copies the whole state_rows x P matrix in `bytes` (a checkpoint's) into
+/// the optimizer state of `step`: the columns of its block when the step
+/// shards the state.
+template <class StepType>
+void assign_state(StepType& step, const std::string& bytes) {
+  using Scalar = typename StepType::scalar_type;
+  const auto state = step.optimizer_state();
+  const ParameterShard shard = step.optimizer_shard();
+  const std::size_t P = std::size_t(step.num_parameters()), n = std::size_t(shard.size());
+  if (!shard.partial(std::int64_t(P)) || state.extent(0) == 0) {
+    assign_bytes(state, bytes);
+    return;
+  }
+  auto host = Kokkos::create_mirror_view(Kokkos::HostSpace(), state);
+  for (std::size_t r = 0; r < state.extent(0); ++r)
+    std::memcpy(host.data() + r * n, bytes.data() + (r * P + std::size_t(shard.begin)) * sizeof(Scalar),
+                n * sizeof(Scalar));
+  Kokkos::deep_copy(state, host);
+}
+
 }  // namespace detail
 
 /// What `step` would write for parameters `theta` (`class_names`: the
 /// names of classes 0 … C-1 when the labels were read as names;
 /// `vocabulary`: the characters of a model over text, token id 0 first).
+/// The optimizer state is the whole one on any number of ranks: when the
+/// step shards it, every rank calls this (collective) and rank 0's result
+/// holds every block (the others' hold no state).
 template <class StepType, class Theta>
 CheckpointData make_checkpoint(StepType& step, const Theta& theta,
                                const TrainingPosition& position,
@@ -193,7 +243,7 @@ CheckpointData make_checkpoint(StepType& step, const Theta& theta,
   const auto state = step.optimizer_state();
   c.state_rows = std::int64_t(state.extent(0));
   c.parameter_bytes = detail::view_bytes(theta);
-  c.state_bytes = detail::view_bytes(state);
+  c.state_bytes = detail::whole_state_bytes(step);
   detail::save_host_state(step.optimizer(), c.optimizer_host);
   c.scaler = scaler;
   c.loop = loop;
@@ -216,12 +266,14 @@ void save_checkpoint(const std::string& path, StepType& step, const Theta& theta
                      const std::vector<double>& loop = {},
                      const std::vector<std::string>& class_names = {},
                      const std::string& vocabulary = {}) {
+  // A sharded state is collected on rank 0 by every rank.
+  const bool rank0 = step.aggregation().rank() == 0;
+  CheckpointData c;
+  if (rank0 || step.optimizer_shard().partial(step.num_parameters()))
+    c = make_checkpoint(step, theta, position, scaler, loop, class_names, vocabulary);
   on_every_rank(step.aggregation(), [&] {
-    if (step.aggregation().rank() == 0)
-      write_output(path,
-                   encode_checkpoint(make_checkpoint(step, theta, position, scaler, loop,
-                                                     class_names, vocabulary)),
-                   "gradsum::save_checkpoint", binary_output());
+    if (rank0)
+      write_output(path, encode_checkpoint(c), "gradsum::save_checkpoint", binary_output());
   });
 }
 
@@ -287,7 +339,7 @@ TrainingPosition load_checkpoint(const std::string& path, StepType& step, const 
     fail("gradsum::load_checkpoint: theta has ", theta.extent(0), " entries, the "
                  "checkpoint '", path, "' ", c.num_parameters);
   detail::assign_bytes(theta, c.parameter_bytes);
-  detail::assign_bytes(step.optimizer_state(), c.state_bytes);
+  detail::assign_state(step, c.state_bytes);
   std::size_t at = 0;  // restore_error restored these very values into a copy
   detail::restore_host_state(step.optimizer(), c.optimizer_host, at);
   const TrainingPosition position = c.position;

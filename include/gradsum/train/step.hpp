@@ -23,6 +23,7 @@
 #include <gradsum/train/detail/local_sums.hpp>
 #include <gradsum/train/detail/nonfinite.hpp>
 #include <gradsum/train/detail/objective_gradient.hpp>
+#include <gradsum/train/detail/optimizer_shards.hpp>
 #include <gradsum/train/detail/reduction_workers.hpp>
 #include <gradsum/train/detail/step_checks.hpp>
 #include <gradsum/train/detail/step_message.hpp>
@@ -70,7 +71,8 @@ class Step {
   using memory_space = typename ExecutionSpace::memory_space;
   using scalar_type = Scalar;
   using parameters_view = Kokkos::View<Scalar*, memory_space>;
-  /// Optimizer state: state_size(P) rows of P values, zeros at the start.
+  /// Optimizer state: state_size(P) rows of P values (of the block
+  /// optimizer_shard() when the aggregation shards it), zeros at the start.
   using state_view = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>;
   using model_type = Model;
   using loss_type = Loss;
@@ -101,6 +103,7 @@ class Step {
       detail::validate_step_policies(model_, loss_, optimizer_, objective_, gradient_,
                                      gradient_path());
       detail::check_hessian_use<Scalar>(model_, loss_, optimizer_);
+      local_error = detail::shard_error(optimizer_, aggregation_);
     } catch (const Error& e) {
       local_error = e.what();
     }
@@ -112,8 +115,9 @@ class Step {
     host_norms_ = Kokkos::View<Scalar[2], Kokkos::HostSpace>("gradsum::step::norms");
     host_vector_ = Kokkos::View<Scalar*, Kokkos::HostSpace>("gradsum::step::host_vector",
                                                             std::size_t(P));
+    shard_ = detail::optimizer_shard(aggregation_, P);
     state_ = state_view("gradsum::step::optimizer_state",
-                        std::size_t(optimizer_.state_size(P)), std::size_t(P));
+                        std::size_t(optimizer_.state_size(P)), std::size_t(shard_.size()));
     size_message();
     workers_ = Workers(reduction_, gradient_, aggregation_, P + 1);
     if (detail::optimizer_uses_hessian(optimizer_)) allocate_hessian();
@@ -230,6 +234,13 @@ class Step {
       return result;
     }
     detail::ScopedRegion region("gradsum::step::update");
+    if constexpr (detail::is_elementwise<Optimizer>::value &&
+                  detail::has_optimizer_shards<Aggregation>::value) {
+      if (shard_.partial(num_parameters())) {
+        update_shard(theta, result);
+        return result;
+      }
+    }
     UpdateContext<Step, Theta, Data, Rows> context(*this, theta, data, rows, result);
     optimizer_.update(context);
     space_.fence();
@@ -336,12 +347,31 @@ class Step {
   const Reduction& reduction() const { return reduction_; }
   /// Steps skipped because of a non-finite loss or gradient (NonFinite::skip).
   std::int64_t skipped_steps() const { return skipped_; }
-  /// The optimizer's state vectors (state_size(P) x P).
+  /// The optimizer's state vectors: state_size(P) x P, or state_size(P) x
+  /// the block optimizer_shard() when the aggregation shards the state.
   state_view optimizer_state() const { return state_; }
+  /// The parameters whose optimizer state this worker keeps and updates:
+  /// [0, P) unless the aggregation shards the state (ZeRO stage 1, see
+  /// Allreduce::shard_optimizer), then this rank's block.
+  const ParameterShard& optimizer_shard() const { return shard_; }
   const Objective& objective() const { return objective_; }
   Aggregation& aggregation() { return aggregation_; }
 
  private:
+  // The optimizer's update of this worker's block of theta (sharded
+  // optimizer state), then every worker's block copied to every worker.
+  // The gradient of J outside the block is left as evaluate() made it.
+  // Collective.
+  template <class Theta>
+  void update_shard(const Theta& theta, const StepResult& result) {
+    const auto block = Kokkos::make_pair(shard_.begin, shard_.end);
+    const auto mine = Kokkos::subview(theta, block);
+    const auto g = Kokkos::subview(gradient_view_, block);
+    ShardUpdateContext<Step, decltype(mine), decltype(g)> context(space_, mine, g, state_, result);
+    optimizer_.update(context);
+    aggregation_.gather_shards(space_, theta);
+  }
+
   // This worker's sums and every other worker's, in one call of the
   // reduction's workers, which decide how to add them; returns whether
   // this worker's own sums were not finite. Collective.
@@ -453,6 +483,7 @@ class Step {
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_norms_;
   Kokkos::View<Scalar*, Kokkos::HostSpace> host_vector_;
   state_view state_;
+  ParameterShard shard_;
   Workers workers_;
   detail::LocalSums<Scalar, memory_space> local_;  // this worker's sums, the worker watch
   detail::HessianSums<Scalar, memory_space> hessian_;

@@ -87,4 +87,47 @@ class UpdateContext {
   StepResult result_;
 };
 
+/// What an elementwise optimizer's update sees when the step shards the
+/// optimizer state (Allreduce::shard_optimizer): this worker's block of the
+/// parameters and of the gradient of J, and the block's state, indexed
+/// from 0; result() is the whole step's (its gradient norm included). The
+/// step copies every worker's updated block to every worker afterwards.
+/// Created by Step::operator().
+template <class StepType, class Parameters, class Gradient>
+class ShardUpdateContext {
+ public:
+  using execution_space = typename StepType::execution_space;
+  using memory_space = typename StepType::memory_space;
+  using scalar_type = typename StepType::scalar_type;
+
+  ShardUpdateContext(const execution_space& space, const Parameters& parameters,
+                     const Gradient& gradient, const typename StepType::state_view& state,
+                     const StepResult& result)
+      : space_(space), parameters_(parameters), gradient_(gradient), state_(state),
+        result_(result) {}
+
+  /// The execution space and a RangePolicy over the block.
+  const execution_space& space() const { return space_; }
+  Kokkos::RangePolicy<execution_space> policy() const {
+    return Kokkos::RangePolicy<execution_space>(space_, 0, num_parameters());
+  }
+  /// Number of parameters in the block.
+  int num_parameters() const { return int(parameters_.extent(0)); }
+  /// This worker's block of the parameters, updated in place.
+  const Parameters& parameters() const { return parameters_; }
+  /// The same block of the gradient of J.
+  const Gradient& gradient() const { return gradient_; }
+  /// The optimizer's state vectors for the block, state_size(P) x block.
+  const typename StepType::state_view& state() const { return state_; }
+  /// J, the whole gradient's norm and the count at theta.
+  const StepResult& result() const { return result_; }
+
+ private:
+  execution_space space_;
+  Parameters parameters_;
+  Gradient gradient_;
+  typename StepType::state_view state_;
+  StepResult result_;
+};
+
 }  // namespace gradsum

@@ -44,5 +44,15 @@ int squares_row(const O& optimizer) {
     return -1;
 }
 
+template <class O, class = void>
+struct is_elementwise : std::false_type {};
+/// Whether optimizer O declares `static constexpr bool elementwise = true`:
+/// its update of parameter j reads only g(j), theta(j) and state column j,
+/// over the context's policy(), and calls nothing else of the context but
+/// space(), result(), num_parameters() and those views. Such an update runs
+/// on a shard of the parameters (ZeRO stage 1) unchanged.
+template <class O>
+struct is_elementwise<O, std::enable_if_t<O::elementwise>> : std::true_type {};
+
 }  // namespace detail
 }  // namespace gradsum
