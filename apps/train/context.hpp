@@ -30,9 +30,35 @@ using Aggregation = gradsum::RobustAllreduce;
 using Aggregation = gradsum::Local;
 #endif
 
+/// A bucket cap (bytes) that holds any gradient: the whole sum in one
+/// bucket of the rank-order sum, after the backward pass.
+constexpr std::int64_t one_bucket = std::int64_t(1) << 40;
+
 /// The aggregation of every rank's gradient: by --aggregate's rule when
-/// there are several ranks, the sum in --bucket-cap's buckets.
-Aggregation make_aggregation(const Options& o);
+/// there are several ranks, the sum in buckets of at most `bucket_cap`
+/// bytes (0 or less: one message).
+Aggregation make_aggregation(const Options& o, std::int64_t bucket_cap);
+/// make_aggregation with --bucket-cap's buckets (auto: one message, until
+/// a GPT chooses; see choose_bucket_cap).
+inline Aggregation make_aggregation(const Options& o) { return make_aggregation(o, o.bucket_cap); }
+
+/// --bucket-cap auto's choice for a step, and what it rests on.
+struct ChosenBuckets {
+  std::int64_t cap = 0;           // bytes per bucket; one_bucket: one message's worth
+  double backward_seconds = 0;    // rank 0's backward pass alone
+  gradsum::plan::Network network; // the link, measured
+  double exposed_seconds = 0;     // predicted communication past the backward pass
+  double one_message_seconds = 0; // the same with one message after the pass
+};
+
+/// The bucket cap the step model (plan::choose_buckets) picks for a step
+/// whose backward pass rank 0 timed as `profile` (empty: one bucket), over
+/// `parameters` values of `scalar_bytes` bytes, on the link measured now
+/// (mpi::measure_network), summed as `a` sums; rank 0's choice on every
+/// rank. Collective.
+ChosenBuckets choose_bucket_cap(const Aggregation& a,
+                                const std::vector<gradsum::plan::FinalPoint>& profile,
+                                std::size_t parameters, std::size_t scalar_bytes);
 
 /// The nodes of the aggregation's two-level sum (1: flat).
 int sum_nodes(const Aggregation& a);

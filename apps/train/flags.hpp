@@ -65,7 +65,7 @@ inline const std::vector<std::string>& text_flags() {
       "--schedule", "--warmup", "--clip-norm", "--l2", "--seed", "--space", "--save-params",
       "--save-model", "--init-params", "--print-gradient", "--checkpoint", "--checkpoint-every",
       "--resume", "--progress", "--bucket-cap", "--sum-algorithm",
-      "--ranks-per-node", "--help", "-h", "--kokkos-"};
+      "--ranks-per-node", "--shard-optimizer", "--help", "-h", "--kokkos-"};
   return names;
 }
 
@@ -222,11 +222,15 @@ inline const std::vector<gradsum_apps::Flag<Options>> flags = {
      same<&Options::workers>},
     {"--bucket-cap", "BYTES",
      "with several ranks, sum the gradient in buckets of at\n"
-     "most BYTES (0, the default: one message after the\n"
-     "backward pass); a GPT sends each bucket while its\n"
-     "backward pass runs. Every element is added in rank\n"
+     "most BYTES (0: one message after the backward pass);\n"
+     "a GPT sends each bucket while its backward pass runs.\n"
+     "auto (default): a GPT times one step and the link and\n"
+     "takes the step model's choice; other models send one\n"
+     "message. Every element in buckets is added in rank\n"
      "order: the same bits whatever BYTES",
-     [](Options& o, const Value& v) { o.bucket_cap = v.integer(0, std::int64_t(1) << 40); },
+     [](Options& o, const Value& v) {
+       o.bucket_cap = v.text == "auto" ? -1 : v.integer(0, std::int64_t(1) << 40);
+     },
      same<&Options::bucket_cap>},
     {"--sum-algorithm", "A",
      "auto (default) | flat | two-level: how the sum in\n"
@@ -243,6 +247,12 @@ inline const std::vector<gradsum_apps::Flag<Options>> flags = {
      "form node i (to try two-level sums on one machine)",
      [](Options& o, const Value& v) { o.ranks_per_node = int(v.integer(0, 1 << 30)); },
      same<&Options::ranks_per_node>},
+    {"--shard-optimizer", "",
+     "with several ranks, each rank keeps the optimizer\n"
+     "state of 1/ranks of the parameters and updates them,\n"
+     "then the ranks exchange the updated parameters (ZeRO\n"
+     "stage 1; first-order optimizers). The same bits",
+     [](Options& o, const Value&) { o.shard_optimizer = true; }, same<&Options::shard_optimizer>},
     {"--epochs", "E", "passes over the data, >= 0 (default 10)",
      [](Options& o, const Value& v) { o.epochs = int(v.integer(0, 100000000)); },
      same<&Options::epochs>},
@@ -426,6 +436,10 @@ inline void check_combinations(const Options& o, const std::vector<std::string>&
                   ", got '", name(o.optimizer), "'");
   if (o.clip_norm > 0 && !is_first_order(o.optimizer))
     gradsum::fail("--clip-norm: applies to first-order optimizers, not to ", name(o.optimizer));
+  if (o.shard_optimizer && !is_first_order(o.optimizer))
+    gradsum::fail("--shard-optimizer: shards the state of ",
+                  gradsum_apps::either(first_order_names()),
+                  ", whose updates are elementwise, not of ", name(o.optimizer));
   if (o.duplicates && o.print_gradient)
     gradsum::fail("--duplicates: does not combine with --print-gradient, whose output is the "
                   "gradient alone");

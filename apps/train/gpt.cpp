@@ -136,6 +136,76 @@ gradsum::StepResult take_steps(const Context& context, Step& step, const Theta& 
   return result;
 }
 
+// --bucket-cap auto on several ranks: rank 0's backward pass timed alone
+// (a step of its own without aggregation, over its share of the first
+// batch, after two passes to warm up), then the step model's cap for it on
+// the link measured now (choose_bucket_cap); cap 0: not chosen. A probe
+// that fails leaves one bucket (the step itself then reports the problem,
+// on every rank). Collective.
+template <class Space, class Scalar, class Windows, class Data>
+ChosenBuckets auto_buckets(const Context& context, const Aggregation& aggregation,
+                             const gradsum::GptShape& shape, const Windows& train,
+                             const Data& data, std::int64_t batch) {
+  const Options& o = context.options;
+  if (o.bucket_cap >= 0 || aggregation.size() < 2) return {};
+  std::vector<gradsum::plan::FinalPoint> profile;
+  if (aggregation.rank() == 0) {
+    try {
+      auto probe = gradsum::make_step<Scalar>(Space(), gradsum::Gpt(shape),
+                                              gradsum::SoftmaxCrossEntropy{}, gradsum::SGD{},
+                                              gradsum::Objective{o.l2, true}, gradsum::Analytic{},
+                                              gradsum::Sum{}, gradsum::Local{});
+      auto theta = probe.make_parameters();
+      start_from(theta, shape, o.seed);
+      Kokkos::View<std::int64_t*, typename Space::memory_space> index("gradsum_train::probe",
+                                                                     std::size_t(batch));
+      const auto rows = gradsum::partition(train.select(train.draw_offsets(o.seed, 0, batch), index),
+                                           aggregation.size(), 0);
+      for (int warm = 0; warm < 2; ++warm) probe.evaluate(theta, data, rows);
+      gradsum::plan::BackwardRecorder recorder;
+      probe.evaluate(theta, data, rows);
+      profile = recorder.profile(sizeof(Scalar));
+    } catch (const gradsum::Error&) {
+      profile.clear();
+    }
+  }
+  return choose_bucket_cap(aggregation, profile, std::size_t(gradsum::Gpt(shape).num_parameters()),
+                           sizeof(Scalar));
+}
+
+// What --bucket-cap auto chose, and why.
+void say_chosen(const Context& context, const ChosenBuckets& c) {
+  if (c.cap == 0) return;
+  const std::string buckets =
+      c.cap >= one_bucket ? std::string("one bucket after the backward pass")
+                          : gradsum::concat("buckets of at most ", c.cap, " bytes");
+  context.say("gradsum-train: --bucket-cap auto: a backward pass of %.3g ms on rank 0 and a link "
+              "of %.3g GB/s and %.3g us measured; the step model picks %s (predicted "
+              "communication past the backward pass %.3g ms, one message %.3g ms)\n",
+              c.backward_seconds * 1e3, c.network.bandwidth / 1e9, c.network.latency * 1e6,
+              buckets.c_str(), c.exposed_seconds * 1e3, c.one_message_seconds * 1e3);
+}
+
+// The last line: the final loss (or that the checkpoint left no step) and,
+// when `validate`, the loss over every window of `held_out`. Collective.
+template <class Scalar, class Step, class Theta, class Windows>
+void say_final(const Context& context, Step& step, const Theta& theta, const Windows& held_out,
+               bool validate, const gradsum::StepResult& result, std::int64_t from,
+               std::int64_t steps) {
+  if (from >= steps)
+    context.say("final: the checkpoint is at step %lld, no step left before step %lld",
+                static_cast<long long>(from), static_cast<long long>(steps));
+  else
+    context.say("final loss=%.10g grad_norm=%.10g", result.loss, result.gradient_norm);
+  if (validate) {
+    Kokkos::View<std::int64_t*, typename Step::memory_space> all(
+        "gradsum_train::validation_windows", std::size_t(held_out.num_windows()));
+    context.say(" validation_loss=%.10g",
+                text_loss(step, theta, held_out, held_out.template dataset<Scalar>(), all));
+  }
+  context.say("\n");
+}
+
 template <class Space, class Scalar>
 int train_gpt_as(const Context& context, const TextInputs& text, const Aggregation& aggregation) {
   using Memory = typename Space::memory_space;
@@ -148,10 +218,14 @@ int train_gpt_as(const Context& context, const TextInputs& text, const Aggregati
   const auto data = train.template dataset<Scalar>();
   const gradsum::Scheduled<gradsum::FirstOrder> scheduled(
       first_order_method(o), parse_schedule(o.schedule).with_warmup(o.warmup));
+  const TextPlan plan(o, train.num_tokens());
+  const ChosenBuckets chosen =
+      auto_buckets<Space, Scalar>(context, aggregation, shape, train, data, plan.batch);
   auto step = gradsum::make_step<Scalar>(
       Space(), gpt, gradsum::SoftmaxCrossEntropy{},
       gradsum::clip_gradient_norm(scheduled, o.clip_norm > 0 ? o.clip_norm : HUGE_VAL),
-      gradsum::Objective{o.l2, true}, gradsum::Analytic{}, gradsum::Sum{}, aggregation);
+      gradsum::Objective{o.l2, true}, gradsum::Analytic{}, gradsum::Sum{},
+      chosen.cap != 0 ? make_aggregation(o, chosen.cap) : aggregation);
   auto theta = step.make_parameters();
   start_from(theta, shape, o.seed);
   if (!o.init_params.empty()) init_params(o, step, gpt, theta);
@@ -162,11 +236,12 @@ int train_gpt_as(const Context& context, const TextInputs& text, const Aggregati
     return 0;
   }
   check_outputs(step.aggregation(), o);
-  const TextPlan plan(o, train.num_tokens());
   announce<Space, Scalar>(context, gpt.num_parameters(), train.num_tokens(),
                           text.vocabulary.size(), step.aggregation().size(), plan.batch,
                           plan.per_epoch);
-  print_buckets(context, step.aggregation().size(), true);
+  say_chosen(context, chosen);
+  print_buckets(context, step.aggregation().size(), true, step.optimizer_shard(),
+                step.num_parameters(), chosen.cap != 0 ? chosen.cap : o.bucket_cap);
   // The validation part, checked before training (shorter than a window:
   // an error now, not after the run).
   std::vector<std::int32_t> validation_ids = text.validation;
@@ -179,18 +254,8 @@ int train_gpt_as(const Context& context, const TextInputs& text, const Aggregati
   };
   const auto result = take_steps(context, step, theta, train, data, plan, position.step,
                                  checkpoint);
-  if (position.step >= plan.steps)
-    context.say("final: the checkpoint is at step %lld, no step left before step %lld",
-                static_cast<long long>(position.step), static_cast<long long>(plan.steps));
-  else
-    context.say("final loss=%.10g grad_norm=%.10g", result.loss, result.gradient_norm);
-  if (!text.validation.empty()) {
-    Kokkos::View<std::int64_t*, Memory> all("gradsum_train::validation_windows",
-                                            std::size_t(held_out.num_windows()));
-    context.say(" validation_loss=%.10g",
-                text_loss(step, theta, held_out, held_out.template dataset<Scalar>(), all));
-  }
-  context.say("\n");
+  say_final<Scalar>(context, step, theta, held_out, !text.validation.empty(), result,
+                    position.step, plan.steps);
   if (!o.checkpoint.empty()) checkpoint(std::max(position.step, plan.steps));
   gradsum::ModelNotes notes;
   notes.vocabulary = text.vocabulary.characters();

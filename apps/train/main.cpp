@@ -20,25 +20,63 @@
 namespace gradsum_train {
 
 #if GRADSUM_ENABLE_MPI
-Aggregation make_aggregation(const Options& o) {
+Aggregation make_aggregation(const Options& o, std::int64_t bucket_cap) {
   int ranks = 1;
   gradsum::mpi::check(MPI_Comm_size(MPI_COMM_WORLD, &ranks), "MPI_Comm_size");
-  // --bucket-cap in values of the step's scalar (a GPT's float unless
+  // The cap in values of the step's scalar (a GPT's float unless
   // --precision double), at least one.
   const std::int64_t scalar = o.model == "gpt" && o.precision != "double" ? 4 : 8;
-  const std::size_t values = std::min(std::size_t(std::max<std::int64_t>(o.bucket_cap / scalar, 1)),
+  const std::size_t values = std::min(std::size_t(std::max<std::int64_t>(bucket_cap / scalar, 1)),
                                       std::size_t(gradsum::mpi::max_message_elements));
-  const gradsum::Buckets buckets{0, o.bucket_cap > 0 ? values : 0};
+  const gradsum::Buckets buckets{0, bucket_cap > 0 ? values : 0};
   const gradsum::SumAlgorithm algorithm = o.sum_algorithm == "flat"        ? gradsum::SumAlgorithm::flat
                                           : o.sum_algorithm == "two-level" ? gradsum::SumAlgorithm::two_level
                                                                            : gradsum::SumAlgorithm::automatic;
-  return Aggregation(MPI_COMM_WORLD, ranks > 1 ? robust_rule(o) : gradsum::RobustRule{},
-                     gradsum::DeviceBuffers::automatic, buckets, {algorithm, o.ranks_per_node});
+  Aggregation aggregation(MPI_COMM_WORLD, ranks > 1 ? robust_rule(o) : gradsum::RobustRule{},
+                          gradsum::DeviceBuffers::automatic, buckets,
+                          {algorithm, o.ranks_per_node});
+  aggregation.shard_optimizer(o.shard_optimizer);
+  return aggregation;
 }
 int sum_nodes(const Aggregation& a) { return a.nodes(); }
+
+ChosenBuckets choose_bucket_cap(const Aggregation& a,
+                                const std::vector<gradsum::plan::FinalPoint>& profile,
+                                std::size_t parameters, std::size_t scalar_bytes) {
+  ChosenBuckets c;
+  c.network = gradsum::mpi::measure_network(a.communicator(), std::size_t(1) << 22, 3).network;
+  // [0] the cap, then the backward pass and the two predictions.
+  double chosen[4] = {double(one_bucket), 0, 0, 0};
+  if (a.rank() == 0 && !profile.empty()) {
+    std::vector<std::size_t> candidates = {0};
+    for (std::size_t bytes = std::size_t(1) << 16; bytes <= (std::size_t(1) << 26); bytes *= 4)
+      candidates.push_back(bytes / scalar_bytes);
+    const gradsum::plan::Nodes nodes{std::max(1, a.size() / a.nodes()), c.network};
+    const auto choice = gradsum::plan::choose_buckets(profile, parameters, double(scalar_bytes),
+                                                      c.network, a.size(), candidates,
+                                                      a.sum_algorithm(), nodes);
+    const auto one = gradsum::plan::predict_overlap(profile, parameters, double(scalar_bytes),
+                                                    gradsum::Buckets{}, c.network, a.size(),
+                                                    a.sum_algorithm(), nodes);
+    chosen[0] = choice.size == 0 ? double(one_bucket) : double(choice.size * scalar_bytes);
+    chosen[1] = one.backward_end_seconds;
+    chosen[2] = choice.prediction.exposed_seconds;
+    chosen[3] = one.exposed_seconds;
+  }
+  gradsum::mpi::check(MPI_Bcast(chosen, 4, MPI_DOUBLE, 0, a.communicator()), "MPI_Bcast");
+  c.cap = std::int64_t(chosen[0]);
+  c.backward_seconds = chosen[1];
+  c.exposed_seconds = chosen[2];
+  c.one_message_seconds = chosen[3];
+  return c;
+}
 #else
-Aggregation make_aggregation(const Options&) { return Aggregation{}; }
+Aggregation make_aggregation(const Options&, std::int64_t) { return Aggregation{}; }
 int sum_nodes(const Aggregation&) { return 1; }
+ChosenBuckets choose_bucket_cap(const Aggregation&, const std::vector<gradsum::plan::FinalPoint>&,
+                                std::size_t, std::size_t) {
+  return {};
+}
 #endif
 
 gradsum::RobustRule robust_rule(const Options& o) {

@@ -74,9 +74,10 @@ struct Options {
   int trimmed_k = 0;              // --aggregate trimmed:K
   double clip_c = 0;              // --aggregate clip:C
   int workers = 4;                // virtual workers of a robust aggregate on one rank
-  std::int64_t bucket_cap = 0;    // --bucket-cap: bytes per bucket of the sum, 0 = one message
+  std::int64_t bucket_cap = -1;   // --bucket-cap: bytes per bucket, 0 = one message, -1 = auto
   std::string sum_algorithm = "auto";  // --sum-algorithm: auto | flat | two-level
   int ranks_per_node = 0;         // --ranks-per-node: 0 = the ranks sharing memory
+  bool shard_optimizer = false;   // --shard-optimizer: ZeRO stage 1
   int epochs = 10;
   std::int64_t batch = 0;  // 0 = full batch
   double l2 = 0.0;

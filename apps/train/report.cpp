@@ -36,22 +36,29 @@ void print_banner(const Context& context, const Banner& b) {
     say("gradsum-train: reduce %s, aggregate %s over %d %s\n", o.reduce.c_str(),
         robust_rule(o).name().c_str(), b.ranks > 1 ? b.ranks : o.workers,
         b.ranks > 1 ? "ranks" : "virtual workers");
-  print_buckets(context, b.ranks, false);
+  print_buckets(context, b.ranks, false, b.shard, b.parameters, context.options.bucket_cap);
 }
 
-void print_buckets(const Context& context, int ranks, bool overlapped) {
+void print_buckets(const Context& context, int ranks, bool overlapped,
+                   const gradsum::ParameterShard& shard, int parameters, std::int64_t bucket_cap) {
   const Options& o = context.options;
+  if (shard.partial(parameters))
+    context.say("gradsum-train: the optimizer state sharded over %d ranks (ZeRO stage 1): rank 0 "
+                "keeps and updates that of parameters [%lld, %lld) of %d, then the ranks "
+                "exchange the updated parameters\n",
+                ranks, static_cast<long long>(shard.begin), static_cast<long long>(shard.end),
+                parameters);
   if (ranks < 2 || o.aggregate != "sum") return;
   const std::string levels =
       context.sum_nodes > 1
           ? ", in two levels over " + std::to_string(context.sum_nodes) + " nodes"
           : "";
-  if (o.bucket_cap > 0)
+  if (bucket_cap > 0 && bucket_cap < one_bucket)
     context.say("gradsum-train: the sum in buckets of at most %lld bytes%s, each element added in "
                 "rank order%s\n",
-                static_cast<long long>(o.bucket_cap),
+                static_cast<long long>(bucket_cap),
                 overlapped ? ", sent while the backward pass runs" : "", levels.c_str());
-  else if (context.sum_nodes > 1)
+  else if (bucket_cap >= one_bucket || context.sum_nodes > 1)
     context.say("gradsum-train: the sum in one message after the backward pass, each element "
                 "added in rank order%s\n", levels.c_str());
 }

@@ -19,15 +19,20 @@ namespace gradsum_train {
 struct Banner {
   std::string model, loss, space, threads, path;
   int parameters = 0, ranks = 1;
+  gradsum::ParameterShard shard;  // the parameters whose optimizer state rank 0 keeps
 };
 
 /// Prints the banner: the run, the class names, the reduction and aggregation.
 void print_banner(const Context& context, const Banner& banner);
 
-/// Prints, on several ranks, how the sum is cut (--bucket-cap) and whether
-/// it goes in two levels (--sum-algorithm), unless it is one flat message;
-/// `overlapped`: the buckets leave during the backward pass.
-void print_buckets(const Context& context, int ranks, bool overlapped);
+/// Prints, on several ranks, whether the optimizer state is sharded
+/// (--shard-optimizer), how the sum is cut (--bucket-cap) and whether it
+/// goes in two levels (--sum-algorithm), unless it is one flat message;
+/// `overlapped`: the buckets leave during the backward pass; `shard`: rank
+/// 0's block of the `parameters` (Step::optimizer_shard); `bucket_cap`:
+/// the cap in bytes (0 or less: one message; one_bucket: one bucket).
+void print_buckets(const Context& context, int ranks, bool overlapped,
+                   const gradsum::ParameterShard& shard, int parameters, std::int64_t bucket_cap);
 
 /// Prints why training stopped (a stopping rule, a callback), if it did.
 void report_stop(const Printer& say, const gradsum::FitResult& fitted);
@@ -89,6 +94,7 @@ void announce(const Context& context, const Step& step, const Model& model, cons
   banner.path = path_phrase(step, model);
   banner.parameters = step.num_parameters();
   banner.ranks = ranks;
+  banner.shard = step.optimizer_shard();
   print_banner(context, banner);
   warn_oversubscribed<Space>(context);
 }

@@ -7,9 +7,11 @@
 # the files compared byte for byte), and logistic regression with --reduce
 # sum and reproducible; the same bytes again with two-level sums
 # (--sum-algorithm two-level) on nodes of 1, 2 and 3 ranks, buckets or
-# one bucket. On 2 ranks, where x0 + x1 = x1 + x0, one message
-# (--bucket-cap 0, MPI_Allreduce) gives those bytes too. The first lines
-# say how the sum is cut.
+# one bucket; and with --bucket-cap auto (the default), where the step model
+# picks the cap from one timed backward pass and the measured link. On 2
+# ranks, where x0 + x1 = x1 + x0, one message (--bucket-cap 0,
+# MPI_Allreduce) gives those bytes too. The first lines say how the sum is
+# cut.
 # usage: buckets_train_ranks.sh MPIEXEC NUMPROC_FLAG RANKS GRADSUM_TRAIN TEXT CSV
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -35,9 +37,11 @@ same() {
 
 gpt=(--text "$text" --model gpt:layers=2,heads=2,width=16,context=16 --optimizer adamw
      --lr 0.01 --batch 8 --max-steps 12 --seed 4)
-for cap in 4 4096 1048576 100000000; do run "gpt$cap.safetensors" "$cap" "${gpt[@]}"; done
+for cap in 4 4096 1048576 100000000 auto; do run "gpt$cap.safetensors" "$cap" "${gpt[@]}"; done
 same "gpt, float" gpt4.safetensors gpt4096.safetensors gpt1048576.safetensors \
-  gpt100000000.safetensors
+  gpt100000000.safetensors gptauto.safetensors
+grep -Eq "^gradsum-train: --bucket-cap auto: a backward pass of [0-9.e+-]+ ms on rank 0 and a link of [0-9.e+-]+ GB/s and [0-9.e+-]+ us measured; the step model picks (buckets of at most [0-9]+ bytes|one bucket after the backward pass)" \
+  gptauto.safetensors.log || bad "--bucket-cap auto: the first lines do not say what the step model chose"
 grep -q "the sum in buckets of at most 4096 bytes, sent while the backward pass runs" \
   gpt4096.safetensors.log || bad "the GPT's first lines do not say how the sum is cut"
 

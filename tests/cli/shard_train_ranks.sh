@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# gradsum-train --shard-optimizer (ZeRO stage 1) on N ranks: the gradient is
+# summed whole and each rank updates its block of the parameters, so the
+# saved parameters are the same bytes as without sharding, for every
+# first-order optimizer (logistic regression), for a GPT with AdamW, clipping
+# and a warm-up schedule (buckets sent during the backward pass, or one
+# message), and the checkpoint file itself is the same bytes (it keeps the
+# whole optimizer state). A checkpoint written sharded on N ranks resumes on
+# every smaller number of ranks, sharded or not, to the bytes of the
+# unsharded run resumed there. L-BFGS is refused on the command line. The
+# first lines say that the state is sharded.
+# usage: shard_train_ranks.sh MPIEXEC NUMPROC_FLAG RANKS GRADSUM_TRAIN TEXT CSV
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/common.sh"
+mpiexec="$1" np_flag="$2" ranks="$3" train="$4" text="$5" csv="$6"
+in_work_dir shard_train
+plain_entries
+
+# run NAME RANKS ARGS…: trains on RANKS ranks into NAME (saved parameters).
+run() {
+  local name="$1" n="$2"
+  shift 2
+  "$mpiexec" "$np_flag" "$n" "$train" "$@" --save-params "$name" >"$name.log" 2>&1 ||
+    bad "$name: $(tail -n 3 "$name.log")"
+}
+# same KIND FIRST SECOND: the two files hold the same bytes.
+same() {
+  cmp -s "$2" "$3" || { bad "$1: $3 differs from $2"; return; }
+  passed "$1: $2 and $3 are the same bytes"
+}
+
+for optimizer in sgd momentum nesterov adagrad rmsprop adam adamw; do
+  logistic=(--data "$csv" --model logistic --standardize --lr 0.05 --epochs 2 --batch 64
+            --optimizer "$optimizer")
+  run "$optimizer.txt" "$ranks" "${logistic[@]}"
+  run "$optimizer-sharded.txt" "$ranks" "${logistic[@]}" --shard-optimizer
+  same "logistic, $optimizer, $ranks ranks" "$optimizer.txt" "$optimizer-sharded.txt"
+done
+# Logistic regression on 30 features: 31 parameters, rank 0's block the first
+# floor(31 / ranks).
+grep -q "the optimizer state sharded over $ranks ranks (ZeRO stage 1): rank 0 keeps and updates that of parameters \[0, $((31 / ranks))) of 31" \
+  adamw-sharded.txt.log || bad "the first lines do not say that the optimizer state is sharded"
+
+gpt=(--text "$text" --model gpt:layers=2,heads=2,width=16,context=16 --optimizer adamw
+     --lr 0.01 --batch 8 --seed 4 --clip-norm 0.5 --schedule cosine:12 --warmup 3)
+for cap in 0 4096; do
+  run "gpt$cap.safetensors" "$ranks" "${gpt[@]}" --max-steps 12 --bucket-cap "$cap"
+  run "gpt$cap-sharded.safetensors" "$ranks" "${gpt[@]}" --max-steps 12 --bucket-cap "$cap" \
+    --shard-optimizer
+  same "gpt, bucket cap $cap, $ranks ranks" "gpt$cap.safetensors" "gpt$cap-sharded.safetensors"
+done
+
+# Checkpoints after 6 steps, sharded and not: the same file.
+run whole6.safetensors "$ranks" "${gpt[@]}" --max-steps 6 --checkpoint whole.ckpt
+run sharded6.safetensors "$ranks" "${gpt[@]}" --max-steps 6 --checkpoint sharded.ckpt \
+  --shard-optimizer
+same "gpt checkpoint after 6 steps on $ranks ranks" whole.ckpt sharded.ckpt
+for ((fewer = 1; fewer < ranks; ++fewer)); do
+  run "resumed$fewer.safetensors" "$fewer" "${gpt[@]}" --max-steps 12 --resume whole.ckpt
+  run "resumed$fewer-sharded.safetensors" "$fewer" "${gpt[@]}" --max-steps 12 \
+    --resume sharded.ckpt --shard-optimizer
+  same "gpt resumed on $fewer of $ranks ranks" "resumed$fewer.safetensors" \
+    "resumed$fewer-sharded.safetensors"
+done
+
+expect 2 "--shard-optimizer: shards the state of" "L-BFGS with --shard-optimizer" \
+  -- "$mpiexec" "$np_flag" "$ranks" "$train" --data "$csv" --model logistic --optimizer lbfgs \
+  --shard-optimizer
+exit $((failed > 0))
