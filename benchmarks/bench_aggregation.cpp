@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Aggregation against the raw MPI_Allreduce of the same buffer, in the
 // same run, 1 KiB to 64 MiB, and the cost of Step::watch_workers on a
-// 1 MiB gradient, and an MLP step's buckets sent during its backward pass
-// against one message after it. Run under mpiexec; rank 0 reports.
+// 1 MiB gradient, an MLP step's buckets sent during its backward pass
+// against one message after it, and a GPT's AdamW step with its optimizer
+// state sharded over the ranks against replicated. Run under mpiexec; rank
+// 0 reports.
 //
 //   mpiexec -n 2 bench_aggregation [--benchmark_out=FILE] [benchmark flags]
 //
@@ -321,36 +323,97 @@ void overlap_mlp(benchmark::State& state) {
 
 // The GPT of bench_gpt (4 layers, 4 heads, width 128, context 64, float)
 // on the examples' text, 32 windows per step split among the ranks.
-void overlap_gpt(benchmark::State& state) {
+struct GptProblem {
   using Memory = Space::memory_space;
-  const std::string text = gradsum::read_text_file(GRADSUM_BENCH_DEFAULT_TEXT, "bench_aggregation");
-  const auto vocabulary = gradsum::CharVocabulary::of_text(text, "text");
-  const int context = 64;
-  const gradsum::TextWindows<Memory> windows(vocabulary.encode(text, "text"), context, "text");
-  const auto data = windows.dataset<float>();
-  const gradsum::GptShape shape{vocabulary.size(), context, 4, 4, 128};
-  int ranks = 1, rank = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const auto all = windows.draw_offsets(1, 0, 32);
-  Kokkos::View<std::int64_t*, Memory> index("rows", 32);
-  const auto rows = windows.select(
-      std::vector<std::int64_t>(all.begin() + 32 * rank / ranks, all.begin() + 32 * (rank + 1) / ranks),
-      index);
-  Kokkos::View<float*, Memory> theta("theta", gradsum::make_gpt(shape).num_parameters());
-  const auto start = gradsum::gpt_initial_parameters(shape, 1);
-  auto host = Kokkos::create_mirror_view(theta);
-  for (std::size_t j = 0; j < start.size(); ++j) host(j) = float(start[j]);
-  Kokkos::deep_copy(theta, host);
+  GptProblem()
+      : text(gradsum::read_text_file(GRADSUM_BENCH_DEFAULT_TEXT, "bench_aggregation")),
+        vocabulary(gradsum::CharVocabulary::of_text(text, "text")),
+        windows(vocabulary.encode(text, "text"), 64, "text"),
+        data(windows.dataset<float>()),
+        shape{vocabulary.size(), 64, 4, 4, 128},
+        index("rows", 32) {
+    int ranks = 1, rank = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const auto all = windows.draw_offsets(1, 0, 32);
+    rows = windows.select(std::vector<std::int64_t>(all.begin() + 32 * rank / ranks,
+                                                    all.begin() + 32 * (rank + 1) / ranks),
+                          index);
+  }
+  // The initial parameters of bench_gpt, seed 1.
+  Kokkos::View<float*, Memory> initial_parameters() const {
+    Kokkos::View<float*, Memory> theta("theta", gradsum::make_gpt(shape).num_parameters());
+    const auto start = gradsum::gpt_initial_parameters(shape, 1);
+    auto host = Kokkos::create_mirror_view(theta);
+    for (std::size_t j = 0; j < start.size(); ++j) host(j) = float(start[j]);
+    Kokkos::deep_copy(theta, host);
+    return theta;
+  }
+  template <class Optimizer, class Aggregation>
+  auto step(const Optimizer& optimizer, const Aggregation& aggregation) const {
+    return gradsum::make_step<float>(Space(), gradsum::make_gpt(shape),
+                                     gradsum::SoftmaxCrossEntropy{}, optimizer,
+                                     gradsum::Objective{0.0, true}, gradsum::Analytic{},
+                                     gradsum::Sum{}, aggregation);
+  }
+
+  std::string text;
+  gradsum::CharVocabulary vocabulary;
+  gradsum::TextWindows<Memory> windows;
+  decltype(windows.dataset<float>()) data;
+  gradsum::GptShape shape;
+  Kokkos::View<std::int64_t*, Memory> index;
+  decltype(windows.select(std::vector<std::int64_t>{}, index)) rows;
+};
+
+void overlap_gpt(benchmark::State& state) {
+  const GptProblem gpt;
+  const auto theta = gpt.initial_parameters();
   overlap(
       state, std::size_t(state.range(0)),
-      [&](const auto& aggregation) {
-        return gradsum::make_step<float>(Space(), gradsum::make_gpt(shape),
-                                         gradsum::SoftmaxCrossEntropy{}, gradsum::SGD{1e-3},
-                                         gradsum::Objective{0.0, true}, gradsum::Analytic{},
-                                         gradsum::Sum{}, aggregation);
-      },
-      [&](auto& step) { step.evaluate(theta, data, rows); });
+      [&](const auto& aggregation) { return gpt.step(gradsum::SGD{1e-3}, aggregation); },
+      [&](auto& step) { step.evaluate(theta, gpt.data, gpt.rows); });
+}
+
+// The GPT's AdamW training step with the optimizer state replicated and
+// sharded over the ranks (ZeRO stage 1), alternating, each from its own
+// copy of the parameters; the time reported is the sharded step's.
+// Counters: the medians, `step_ratio` (sharded over replicated; the aim:
+// at most 1.1 on 4 ranks), and the optimizer state per rank in bytes,
+// replicated and sharded, with `memory_ratio` (the aim: at most 0.3 on 4
+// ranks).
+void zero1_gpt(benchmark::State& state) {
+  const GptProblem gpt;
+  const gradsum::AdamW adamw{3e-4};
+  auto replicated = gpt.step(adamw, gradsum::Allreduce(MPI_COMM_WORLD));
+  gradsum::Allreduce sharding(MPI_COMM_WORLD);
+  sharding.shard_optimizer();
+  auto sharded = gpt.step(adamw, sharding);
+  const auto theta_replicated = gpt.initial_parameters(), theta_sharded = gpt.initial_parameters();
+  for (int warm = 0; warm < 2; ++warm) {
+    replicated(theta_replicated, gpt.data, gpt.rows);
+    sharded(theta_sharded, gpt.data, gpt.rows);
+  }
+  std::vector<double> whole, split;
+  for (auto _ : state) {
+    const bool sharded_first = whole.size() % 2 == 1;
+    if (sharded_first) split.push_back(max_time([&] { sharded(theta_sharded, gpt.data, gpt.rows); }));
+    whole.push_back(max_time([&] { replicated(theta_replicated, gpt.data, gpt.rows); }));
+    if (!sharded_first) split.push_back(max_time([&] { sharded(theta_sharded, gpt.data, gpt.rows); }));
+    state.SetIterationTime(split.back());
+  }
+  const double bytes_whole = double(replicated.optimizer_state().span() * sizeof(float));
+  double bytes_split = double(sharded.optimizer_state().span() * sizeof(float));
+  MPI_Allreduce(MPI_IN_PLACE, &bytes_split, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  state.counters["replicated_median_us"] = median(whole) * 1e6;
+  state.counters["sharded_median_us"] = median(split) * 1e6;
+  state.counters["step_ratio"] = median(split) / median(whole);
+  state.counters["state_bytes_replicated"] = bytes_whole;
+  state.counters["state_bytes_sharded"] = bytes_split;
+  state.counters["memory_ratio"] = bytes_split / bytes_whole;
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  state.counters["ranks"] = ranks;
 }
 
 }  // namespace
@@ -382,5 +445,7 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(("overlap/gpt4x4x128x64" + bytes).c_str(), overlap_gpt)
           ->Arg(cap)->UseManualTime()->Iterations(15)->Unit(benchmark::kMillisecond);
     }
+    benchmark::RegisterBenchmark("zero1/gpt4x4x128x64/adamw", zero1_gpt)
+        ->UseManualTime()->Iterations(40)->Unit(benchmark::kMillisecond);
   });
 }

@@ -138,7 +138,7 @@ gradsum::StepResult take_steps(const Context& context, Step& step, const Theta& 
 
 // --bucket-cap auto on several ranks: rank 0's backward pass timed alone
 // (a step of its own without aggregation, over its share of the first
-// batch, after two passes to warm up), then the step model's cap for it on
+// batch, after one pass to warm up), then the step model's cap for it on
 // the link measured now (choose_bucket_cap); cap 0: not chosen. A probe
 // that fails leaves one bucket (the step itself then reports the problem,
 // on every rank). Collective.
@@ -161,7 +161,7 @@ ChosenBuckets auto_buckets(const Context& context, const Aggregation& aggregatio
                                                                      std::size_t(batch));
       const auto rows = gradsum::partition(train.select(train.draw_offsets(o.seed, 0, batch), index),
                                            aggregation.size(), 0);
-      for (int warm = 0; warm < 2; ++warm) probe.evaluate(theta, data, rows);
+      probe.evaluate(theta, data, rows);  // to warm up
       gradsum::plan::BackwardRecorder recorder;
       probe.evaluate(theta, data, rows);
       profile = recorder.profile(sizeof(Scalar));

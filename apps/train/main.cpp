@@ -44,7 +44,7 @@ ChosenBuckets choose_bucket_cap(const Aggregation& a,
                                 const std::vector<gradsum::plan::FinalPoint>& profile,
                                 std::size_t parameters, std::size_t scalar_bytes) {
   ChosenBuckets c;
-  c.network = gradsum::mpi::measure_network(a.communicator(), std::size_t(1) << 22, 3).network;
+  c.network = gradsum::mpi::measure_network(a.communicator(), std::size_t(1) << 20, 3).network;
   // [0] the cap, then the backward pass and the two predictions.
   double chosen[4] = {double(one_bucket), 0, 0, 0};
   if (a.rank() == 0 && !profile.empty()) {
