@@ -39,8 +39,8 @@ for optimizer in sgd momentum nesterov adagrad rmsprop adam adamw; do
   same "logistic, $optimizer, $ranks ranks" "$optimizer.txt" "$optimizer-sharded.txt"
 done
 # Logistic regression on 30 features: 31 parameters, rank 0's block the first
-# floor(31 / ranks).
-grep -q "the optimizer state sharded over $ranks ranks (ZeRO stage 1): rank 0 keeps and updates that of parameters \[0, $((31 / ranks))) of 31" \
+# ceil(31 / ranks) (the first 31 mod ranks blocks hold one more).
+grep -q "the optimizer state sharded over $ranks ranks (ZeRO stage 1): rank 0 keeps and updates that of parameters \[0, $(((31 + ranks - 1) / ranks))) of 31" \
   adamw-sharded.txt.log || bad "the first lines do not say that the optimizer state is sharded"
 
 gpt=(--text "$text" --model gpt:layers=2,heads=2,width=16,context=16 --optimizer adamw

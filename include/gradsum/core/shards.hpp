@@ -3,10 +3,10 @@
 
 /// @file
 /// ParameterShard: the block of the parameter vector one rank updates when
-/// the optimizer state is sharded (ZeRO stage 1), and how the blocks are cut.
+/// the optimizer state is sharded (ZeRO stage 1; the blocks are cut as
+/// gradsum::partition cuts rows).
 
 #include <cstdint>
-#include <vector>
 
 namespace gradsum {
 
@@ -23,20 +23,5 @@ struct ParameterShard {
     return begin != 0 || end != num_parameters;
   }
 };
-
-/// The p + 1 boundaries of `parts` consecutive blocks of `n` values, as
-/// even as integers allow: block k is [n k / p, n (k + 1) / p). Depends on
-/// n and p alone, so every rank cuts alike and a checkpoint (which keeps
-/// whole vectors) resumes on any number of ranks.
-inline std::vector<std::int64_t> shard_bounds(std::int64_t n, int parts) {
-  std::vector<std::int64_t> bounds(std::size_t(parts) + 1);
-  for (int k = 0; k <= parts; ++k) bounds[std::size_t(k)] = n * k / parts;
-  return bounds;
-}
-
-/// Block `k` of shard_bounds(n, parts).
-inline ParameterShard shard_of(std::int64_t n, int parts, int k) {
-  return ParameterShard{n * k / parts, n * (k + 1) / parts};
-}
 
 }  // namespace gradsum

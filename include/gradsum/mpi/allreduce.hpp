@@ -4,6 +4,7 @@
 #include <gradsum/core/signature.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/shards.hpp>
+#include <gradsum/data/partition.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/model/detail/backward_progress.hpp>
 #include <gradsum/mpi/buckets.hpp>
@@ -140,11 +141,12 @@ class Allreduce {
   }
   /// Whether the optimizer state is sharded (shard_optimizer()).
   bool shards_optimizer() const { return shard_optimizer_; }
-  /// The block of `num_parameters` values this rank updates: block rank()
-  /// of shard_bounds(num_parameters, size()) when sharding, else all.
+  /// The block of `num_parameters` values this rank updates: part rank()
+  /// of partition(num_parameters, size(), ·) when sharding, else all.
   ParameterShard optimizer_shard(std::int64_t num_parameters) const {
-    return shard_optimizer_ ? shard_of(num_parameters, size(), rank())
-                            : ParameterShard{0, num_parameters};
+    if (!shard_optimizer_) return ParameterShard{0, num_parameters};
+    const RowRange part = partition(num_parameters, size(), rank());
+    return ParameterShard{part.begin, part.end};
   }
   /// Every rank's block (optimizer_shard()) of the vector `values` copied
   /// into every rank's `values`, in place; through the host staging buffer
@@ -154,15 +156,17 @@ class Allreduce {
   void gather_shards(const ExecutionSpace& space, const View& values) {
     using Value = typename View::non_const_value_type;
     space.fence();
-    const auto bounds = shard_bounds(std::int64_t(values.extent(0)), size());
+    const auto& bounds = blocks(std::int64_t(values.extent(0)));
     if (direct_ && values.span_is_contiguous()) {
-      mpi::allgather_blocks(values.data(), bounds, mpi::datatype<Value>(), comm_.get());
+      mpi::allgather_blocks(values.data(), bounds, mpi::datatype<Value>(), comm_.get(),
+                            blocks_->round);
       return;
     }
     auto host = staging_view<Value>(values.extent(0));
     Kokkos::deep_copy(space, host, values);
     space.fence();
-    mpi::allgather_blocks(host.data(), bounds, mpi::datatype<Value>(), comm_.get());
+    mpi::allgather_blocks(host.data(), bounds, mpi::datatype<Value>(), comm_.get(),
+                          blocks_->round);
     Kokkos::deep_copy(space, values, host);
     space.fence();
   }
@@ -171,8 +175,8 @@ class Allreduce {
   /// read elsewhere): a whole vector for a checkpoint. Blocking; collective.
   template <class Value>
   void collect_shards(const Value* mine, Value* all, std::int64_t num_parameters) {
-    mpi::gather_blocks(mine, all, shard_bounds(num_parameters, size()), mpi::datatype<Value>(),
-                       sizeof(Value), 0, comm_.get());
+    mpi::gather_blocks(mine, all, blocks(num_parameters), mpi::datatype<Value>(), sizeof(Value),
+                       0, comm_.get(), blocks_->round);
   }
 
   /// Decides how buffers of `length` Scalars in `MemorySpace` reach MPI and
@@ -319,6 +323,19 @@ class Allreduce {
     space.fence();
   }
 
+  // Where every rank's block of a vector of n values begins (p + 1
+  // offsets), computed once per length: the step gathers every step and
+  // allocates nothing.
+  const std::vector<std::int64_t>& blocks(std::int64_t n) {
+    if (blocks_->length != n) {
+      blocks_->bounds.resize(std::size_t(size()) + 1);
+      for (int k = 0; k < size(); ++k) blocks_->bounds[std::size_t(k)] = partition(n, size(), k).begin;
+      blocks_->bounds.back() = n;
+      blocks_->length = n;
+    }
+    return blocks_->bounds;
+  }
+
   // The first n values of the host staging buffer (allocate()d before).
   template <class Value>
   using HostValues = Kokkos::View<Value*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -386,6 +403,12 @@ class Allreduce {
   Buckets buckets_;
   SumLayout layout_;
   bool shard_optimizer_ = false;
+  struct Blocks {
+    std::int64_t length = -1;
+    std::vector<std::int64_t> bounds;
+    mpi::detail::BlockRound round;
+  };
+  std::shared_ptr<Blocks> blocks_ = std::make_shared<Blocks>();
   bool direct_ = true;
   std::vector<unsigned char> staging_;
   std::shared_ptr<std::int64_t> calls_ = std::make_shared<std::int64_t>(0);

@@ -120,12 +120,19 @@ inline void allgather(const void* send, void* recv, std::size_t n, MPI_Datatype 
 
 namespace detail {
 
+/// The counts and displacements of one round of in_block_rounds, kept by
+/// the caller so that repeated calls allocate nothing.
+struct BlockRound {
+  std::vector<int> count, displacement;
+};
+
 /// Runs round(counts, displacements, first) for the blocks
 /// [bounds[k], bounds[k + 1]) of one vector: once with whole blocks when
 /// the vector fits in message_elements(), else in rounds of at most
 /// message_elements() / p values per block, the values from `first` on.
 template <class Round>
-void in_block_rounds(const std::vector<std::int64_t>& bounds, const char* caller, Round&& round) {
+void in_block_rounds(const std::vector<std::int64_t>& bounds, BlockRound& scratch,
+                     const char* caller, Round&& round) {
   const std::size_t p = bounds.size() - 1;
   if (bounds[p] > std::int64_t(max_message_elements))
     fail("gradsum::mpi::", caller, ": blocks of ", bounds[p], " values in all; expected at most ",
@@ -136,7 +143,10 @@ void in_block_rounds(const std::vector<std::int64_t>& bounds, const char* caller
   const std::int64_t piece =
       whole ? std::max<std::int64_t>(1, most)
             : std::max<std::int64_t>(1, std::int64_t(message_elements() / p));
-  std::vector<int> count(p), displacement(p);
+  std::vector<int>& count = scratch.count;
+  std::vector<int>& displacement = scratch.displacement;
+  count.resize(p);
+  displacement.resize(p);
   for (std::int64_t first = 0; first == 0 || first < most; first += piece) {
     for (std::size_t k = 0; k < p; ++k) {
       count[k] = int(clamp_piece(bounds[k + 1] - bounds[k], first, piece));
@@ -151,11 +161,11 @@ void in_block_rounds(const std::vector<std::int64_t>& bounds, const char* caller
 /// Block k = [bounds[k], bounds[k + 1]) of `data` (values of `type`,
 /// `bytes` each), which rank k holds, copied into every rank's `data`, in
 /// place (MPI_Allgatherv; in rounds when the vector exceeds
-/// message_elements()). `bounds`: p + 1 offsets, the same on every rank.
-/// Collective.
+/// message_elements()). `bounds`: p + 1 offsets, the same on every rank;
+/// `scratch` holds the rounds' counts. Collective.
 inline void allgather_blocks(void* data, const std::vector<std::int64_t>& bounds,
-                             MPI_Datatype type, MPI_Comm comm) {
-  detail::in_block_rounds(bounds, "allgather_blocks", [&](const std::vector<int>& count,
+                             MPI_Datatype type, MPI_Comm comm, detail::BlockRound& scratch) {
+  detail::in_block_rounds(bounds, scratch, "allgather_blocks", [&](const std::vector<int>& count,
                                                           const std::vector<int>& displacement,
                                                           std::int64_t) {
     check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, count.data(),
@@ -169,11 +179,12 @@ inline void allgather_blocks(void* data, const std::vector<std::int64_t>& bounds
 /// (MPI_Gatherv; in rounds when the vector exceeds message_elements()).
 /// `all` is ignored on the other ranks. Collective.
 inline void gather_blocks(const void* mine, void* all, const std::vector<std::int64_t>& bounds,
-                          MPI_Datatype type, std::size_t bytes, int root, MPI_Comm comm) {
+                          MPI_Datatype type, std::size_t bytes, int root, MPI_Comm comm,
+                          detail::BlockRound& scratch) {
   int me = 0;
   check(MPI_Comm_rank(comm, &me), "MPI_Comm_rank");
   const auto* from = static_cast<const unsigned char*>(mine);
-  detail::in_block_rounds(bounds, "gather_blocks", [&](const std::vector<int>& count,
+  detail::in_block_rounds(bounds, scratch, "gather_blocks", [&](const std::vector<int>& count,
                                                        const std::vector<int>& displacement,
                                                        std::int64_t first) {
     const std::int64_t start =
