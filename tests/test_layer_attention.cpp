@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // SelfAttention: its backward against central differences (context 1, odd
-// contexts, one head and several, the causal mask on and off), outputs
-// against closed forms of small cases worked by hand, the causal mask's
-// promise that a token never sees later ones, and its errors.
+// contexts, one head and several, the causal mask on and off, heads wide
+// and windows long enough for the kernels' register blocks and their
+// tails), outputs against closed forms of small cases worked by hand and
+// against the definition computed plainly, the causal mask's promise that
+// a token never sees later ones, and its errors.
 
 #include "layer_check.hpp"
 #include "test_helpers.hpp"
 
 #include <gradsum/model/layers/attention.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -98,6 +101,40 @@ std::vector<double> attention_panel(std::int64_t rows, int columns, std::uint64_
   return random_vector(std::size_t(rows * columns), seed, 1.0);
 }
 
+// The definition, one (window, head, query) at a time in long double: the
+// scores q . k / sqrt(d) of the keys the query sees, their softmax, and
+// the weighted sum of the values. Rows of `in`: q, k, v (C each).
+std::vector<double> attention_by_definition(int width, int heads, bool causal, gradsum::Tokens t,
+                                            const std::vector<double>& in) {
+  const int d = width / heads, length = t.length;
+  const auto at = [&](std::int64_t row, int column) {
+    return static_cast<long double>(in[std::size_t(row * 3 * width + column)]);
+  };
+  std::vector<double> out(std::size_t(t.rows() * width));
+  for (std::int64_t s = 0; s < t.sequences; ++s)
+    for (int h = 0; h < heads; ++h)
+      for (int i = 0; i < length; ++i) {
+        const std::int64_t row = s * length + i;
+        const int keys = causal ? i + 1 : length;
+        std::vector<long double> score(std::size_t(keys), 0);
+        long double top = -1e300L, total = 0;
+        for (int j = 0; j < keys; ++j) {
+          for (int c = 0; c < d; ++c)
+            score[std::size_t(j)] += at(row, h * d + c) * at(s * length + j, width + h * d + c);
+          score[std::size_t(j)] /= std::sqrt(static_cast<long double>(d));
+          top = std::max(top, score[std::size_t(j)]);
+        }
+        for (auto& e : score) total += (e = std::exp(e - top));
+        for (int c = 0; c < d; ++c) {
+          long double sum = 0;
+          for (int j = 0; j < keys; ++j)
+            sum += score[std::size_t(j)] / total * at(s * length + j, 2 * width + h * d + c);
+          out[std::size_t(row * width + h * d + c)] = double(sum);
+        }
+      }
+  return out;
+}
+
 
 // Forward then backward on `in` (rows x 3C) and `dout` (rows x C): the
 // output and the input's gradient, as doubles.
@@ -141,6 +178,18 @@ TEST_CASE_TEMPLATE_DEFINE("attention: backward against central differences", Spa
         CHECK(e.parameters == 0);
         CHECK(e.accumulate == 0);
       }
+  // Heads of width 16 and 33 (a register block of columns, and one column
+  // more), windows of 35 and 9 tokens (blocks of rows and of keys, and
+  // what is left of each): every row, key and column of a block path.
+  for (const bool causal : {true, false}) {
+    const auto wide = check_layer<Space>(gradsum::SelfAttention(32, 2, causal),
+                                         gradsum::Tokens{1, 35}, ++seed);
+    CHECK(wide.inputs < 1e-7);
+    CHECK(wide.accumulate == 0);
+    const auto odd = check_layer<Space>(gradsum::SelfAttention(33, 1, causal),
+                                        gradsum::Tokens{2, 9}, ++seed);
+    CHECK(odd.inputs < 1e-7);
+  }
   // Heads of width 1 and 5, three windows.
   for (const int width : {3, 10}) {
     const auto e = check_layer<Space>(gradsum::SelfAttention(width, width == 3 ? 3 : 2),
@@ -160,6 +209,32 @@ TEST_CASE_TEMPLATE_DEFINE("attention: two tokens against their closed form", Spa
   check_attention_large_scores<Space, float>(1e-6);
 }
 TEST_CASE_TEMPLATE_APPLY(attention_closed_form, Spaces);
+
+TEST_CASE_TEMPLATE_DEFINE("attention: outputs equal the definition computed plainly", Space,
+                          attention_definition) {
+  // Window lengths around the blocks of 4 rows and 32 keys, heads of
+  // width 16, 32 and 3.
+  struct Shape {
+    int width, heads;
+    gradsum::Tokens t;
+  };
+  std::uint64_t seed = 4150;
+  for (const Shape& shape : {Shape{32, 2, {2, 37}}, Shape{64, 2, {1, 70}}, Shape{6, 2, {3, 5}}})
+    for (const bool causal : {true, false}) {
+      INFO("width " << shape.width << ", heads " << shape.heads << ", " << shape.t.sequences
+                    << " x " << shape.t.length << ", causal " << causal);
+      const auto in = attention_panel(shape.t.rows(), 3 * shape.width, ++seed);
+      const auto got = attention_outputs<Space, double>(
+          gradsum::SelfAttention(shape.width, shape.heads, causal), shape.t, in);
+      const auto want =
+          attention_by_definition(shape.width, shape.heads, causal, shape.t, in);
+      double worst = 0;
+      for (std::size_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::abs(got[i] - want[i]) / (1 + std::abs(want[i])));
+      CHECK(worst < 1e-13);
+    }
+}
+TEST_CASE_TEMPLATE_APPLY(attention_definition, Spaces);
 
 TEST_CASE_TEMPLATE_DEFINE("attention: a window of one token gives its value", Space,
                           attention_context_one) {

@@ -15,19 +15,23 @@
 ///     dQ = dS K,     dK = dS^T Q,            dV = P^T dO
 ///
 /// each in fused kernels of its own: forward and dQ parallel over (window,
-/// head, query row), dK and dV over (window, head, key row) with the query
-/// rows summed in order, so that no atomics are needed and the sums have
-/// the same bits whatever the thread count. The keys and values of each
-/// (window, head) are first transposed (K^T, V^T), so that a query's
-/// scores S_i = Q_i K^T and dP_i = dO_i V^T are sums of rows of length T
-/// that vectorize, like every other loop here (over T or over d); dS is
-/// kept between the two backward kernels.
+/// head, block of query rows), dK and dV over (window, head, block of key
+/// rows) with the query rows summed in order, so that no atomics are
+/// needed and the sums have the same bits whatever the thread count. The
+/// keys and values of each (window, head) are first transposed (K^T, V^T),
+/// so that a query's scores S_i = Q_i K^T and dP_i = dO_i V^T are sums of
+/// rows of length T that vectorize, like every other loop here (over T or
+/// over d); dS is kept between the two backward kernels. A block is a few
+/// rows whose sums are built together in registers
+/// (layers/detail/attention_blocks.hpp), each still adding its terms in
+/// order.
 
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/core/multiply_add.hpp>
 #include <gradsum/loss/detail/vector_math.hpp>
 #include <gradsum/model/detail/row_dot.hpp>
+#include <gradsum/model/layers/detail/attention_blocks.hpp>
 #include <gradsum/model/layer.hpp>
 
 #include <cmath>
@@ -44,6 +48,16 @@ namespace detail {
 struct AttentionItem {
   int position, d;
   std::int64_t first, row, q, k, v;
+};
+
+/// Where a kernel index (window, head, block of rows) reads and writes:
+/// the (window, head) pair, the window's first row, the block's first
+/// position in the window and its count of rows, the head's width d and
+/// first column of Q, K and V.
+struct AttentionBlock {
+  std::int64_t pair, first;
+  int position, rows, d;
+  std::int64_t q, k, v;
 };
 
 /// The shape of one panel of attention, captured by the kernels.
@@ -66,6 +80,19 @@ struct AttentionShape {
     const std::int64_t first = pair / heads * length;
     return {position, d, first, first + position, q, width + q, 2 * std::int64_t(width) + q};
   }
+  /// (window, head, block of R rows) triples: the blocked kernels' index space.
+  KOKKOS_FUNCTION std::int64_t blocks(int R) const {
+    return sequences * heads * ((length + R - 1) / R);
+  }
+  /// The block ((window H + head) ceil(T / R) + b) decoded.
+  KOKKOS_FUNCTION AttentionBlock block(std::int64_t index, int R) const {
+    const int per_window = (length + R - 1) / R, d = head_width();
+    const int position = int(index % per_window) * R;
+    const std::int64_t pair = index / per_window, q = pair % heads * d;
+    const int rows = length - position < R ? length - position : R;
+    return {pair, pair / heads * length, position, rows, d, q, width + q,
+            2 * std::int64_t(width) + q};
+  }
   std::size_t probabilities() const { return std::size_t(items()) * std::size_t(length); }
 };
 
@@ -85,14 +112,6 @@ void attention_for_each(const Space& space, const char* label, const AttentionSh
   Kokkos::parallel_for(
       label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, a.items()),
       KOKKOS_LAMBDA(std::int64_t item) { f(item, a.locate(item)); });
-}
-
-/// y[c] += a x[c] for c < n: the loop over a head's columns that the
-/// compiler vectorizes (x and y never overlap).
-template <class Scalar>
-KOKKOS_FORCEINLINE_FUNCTION void attention_axpy(int n, Scalar a, const Scalar* KOKKOS_RESTRICT x,
-                                                Scalar* KOKKOS_RESTRICT y) {
-  for (int c = 0; c < n; ++c) y[c] = multiply_add<true>(a, x[c], y[c]);
 }
 
 /// x . y over a head's n columns: detail::row_dot's fixed order of eight
@@ -152,82 +171,129 @@ void attention_transpose(const Space& space, const AttentionShape& a, const In& 
       });
 }
 
-/// s[0 .. n) = scale sum_c x[c] m[c T + 0 .. n) over c < d: a row times a
-/// transposed d x T block, in rows that vectorize over n.
-template <class Scalar>
-KOKKOS_FORCEINLINE_FUNCTION void attention_row_times(int d, int n, int length, const Scalar* x,
-                                                     const Scalar* m, Scalar scale, Scalar* s) {
-  for (int j = 0; j < n; ++j) s[j] = 0;
-  for (int c = 0; c < d; ++c) attention_axpy(n, x[c] * scale, m + std::int64_t(c) * length, s);
+/// f(block, where) for every (window, head, block of B::rows rows) of the
+/// panel, an index each. Asynchronous.
+template <class B, class Space, class F>
+void attention_for_blocks(const Space& space, const char* label, const AttentionShape& a,
+                          const F& f) {
+  Kokkos::parallel_for(
+      label,
+      Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, a.blocks(B::rows)),
+      KOKKOS_LAMBDA(std::int64_t index) { f(a.block(index, B::rows)); });
 }
 
-/// Forward of every (window, head, query row): scores from K^T, the
-/// masked softmax (kept in p), and O = P V. Asynchronous; the workspace
-/// holds P, dS, delta, K^T and V^T (attention_layout).
+/// The block's row r, a valid row for every r < R: rows past the block's
+/// last repeat it (their sums are computed and dropped).
+KOKKOS_INLINE_FUNCTION int attention_block_row(const AttentionBlock& b, int r) {
+  return b.position + (r < b.rows ? r : b.rows - 1);
+}
+
+/// Forward of every (window, head, block of query rows): scores from K^T,
+/// the masked softmax (kept in P), and O = P V. Asynchronous; the
+/// workspace holds P, dS, delta, K^T and V^T (attention_layout).
 template <class Space, class In, class Out, class Scalar>
 void attention_forward(const Space& space, const AttentionShape& a, Scalar scale, const In& in,
                        const Out& out, Scalar* work) {
   attention_transpose(space, a, in, work);
   const AttentionLayout l = attention_layout(a);
-  attention_for_each(
-      space, "gradsum::layer::attention::forward", a,
-      KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
-        Scalar* pi = attention_row(work, a, item);
-        const int keys = a.keys_for(at.position);
-        const Scalar* kt = work + l.keys + (item - at.position) * at.d;
-        attention_row_times(at.d, keys, a.length, &in(at.row, at.q), kt, scale, pi);
-        attention_softmax(pi, keys, a.length);
-        Scalar* o = &out(at.row, at.q);
-        for (int c = 0; c < at.d; ++c) o[c] = 0;
-        for (int j = 0; j < keys; ++j) attention_axpy(at.d, pi[j], &in(at.first + j, at.v), o);
+  using B = AttentionBlocking<Space>;
+  constexpr int R = B::rows;
+  const auto columns = std::int64_t(in.extent(1));
+  attention_for_blocks<B>(
+      space, "gradsum::layer::attention::forward", a, KOKKOS_LAMBDA(const AttentionBlock& b) {
+        const std::int64_t pair_row = b.pair * a.length;
+        Scalar* p[R];
+        const Scalar *pc[R], *q[R];
+        Scalar* o[R];
+        for (int r = 0; r < R; ++r) {
+          const int i = attention_block_row(b, r);
+          pc[r] = p[r] = attention_row(work, a, pair_row + i);
+          q[r] = &in(b.first + i, b.q);
+          o[r] = &out(b.first + i, b.q);
+        }
+        const int keys = a.keys_for(b.position + b.rows - 1);
+        const Scalar* kt = work + l.keys + pair_row * b.d;
+        attention_rows_times<R, B::keys>(q, b.d, kt, a.length, scale, p, keys, a.length, b.rows);
+        for (int r = 0; r < b.rows; ++r)
+          attention_softmax(p[r], a.keys_for(b.position + r), a.length);
+        attention_weighted_rows<R, B::columns>(pc, 1, keys, &in(b.first, b.v), columns, b.d, o,
+                                               b.rows);
       });
 }
 
 /// delta_i = dO_i . O_i, the row dS_i (kept) and dQ_i = sum_j dS_ij K_j
-/// for every (window, head, query row). Asynchronous.
+/// for every (window, head, block of query rows). Asynchronous.
 template <class Space, class In, class Din, class Scalar>
 void attention_backward_queries(const Space& space, const AttentionShape& a, Scalar scale,
                                 const In& in, const In& out, const In& dout, const Din& din,
                                 Scalar* work) {
   const AttentionLayout l = attention_layout(a);
-  attention_for_each(
+  using B = AttentionBlocking<Space>;
+  constexpr int R = B::rows;
+  const auto columns = std::int64_t(in.extent(1));
+  attention_for_blocks<B>(
       space, "gradsum::layer::attention::backward_queries", a,
-      KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
-        const Scalar* pi = attention_row(work, a, item);
-        Scalar* ds = attention_row(work + l.scores, a, item);
-        const Scalar* grad = &dout(at.row, at.q);
-        const Scalar dot = attention_dot(at.d, grad, &out(at.row, at.q));
-        work[l.delta + std::size_t(item)] = dot;
-        const int keys = a.keys_for(at.position);
-        const Scalar* vt = work + l.values + (item - at.position) * at.d;
-        attention_row_times(at.d, keys, a.length, grad, vt, Scalar(1), ds);  // dP_i
-        for (int j = 0; j < keys; ++j) ds[j] = pi[j] * (ds[j] - dot) * scale;
-        for (int j = keys; j < a.length; ++j) ds[j] = 0;
-        Scalar* dq = &din(at.row, at.q);
-        for (int c = 0; c < at.d; ++c) dq[c] = 0;
-        for (int j = 0; j < keys; ++j) attention_axpy(at.d, ds[j], &in(at.first + j, at.k), dq);
+      KOKKOS_LAMBDA(const AttentionBlock& b) {
+        const std::int64_t pair_row = b.pair * a.length;
+        Scalar* ds[R];
+        const Scalar *dsc[R], *grad[R];
+        Scalar* dq[R];
+        for (int r = 0; r < R; ++r) {
+          const int i = attention_block_row(b, r);
+          dsc[r] = ds[r] = attention_row(work + l.scores, a, pair_row + i);
+          grad[r] = &dout(b.first + i, b.q);
+          dq[r] = &din(b.first + i, b.q);
+        }
+        const int keys = a.keys_for(b.position + b.rows - 1);
+        const Scalar* vt = work + l.values + pair_row * b.d;
+        // dP_i = dO_i V^T for the block's rows, then dS_i in place.
+        attention_rows_times<R, B::keys>(grad, b.d, vt, a.length, Scalar(1), ds, keys, a.length,
+                                         b.rows);
+        for (int r = 0; r < b.rows; ++r) {
+          const int i = b.position + r, mine = a.keys_for(i);
+          const Scalar dot = attention_dot(b.d, grad[r], &out(b.first + i, b.q));
+          work[l.delta + std::size_t(pair_row + i)] = dot;
+          const Scalar* pi = attention_row(work, a, pair_row + i);
+          for (int j = 0; j < mine; ++j) ds[r][j] = pi[j] * (ds[r][j] - dot) * scale;
+          for (int j = mine; j < a.length; ++j) ds[r][j] = 0;
+        }
+        attention_weighted_rows<R, B::columns>(dsc, 1, keys, &in(b.first, b.k), columns, b.d, dq,
+                                               b.rows);
       });
 }
 
 /// dK_j = sum_i dS_ij Q_i and dV_j = sum_i P_ij dO_i for every (window,
-/// head, key row), the queries i in order. Asynchronous; after
+/// head, block of key rows), the queries i in order (from the block's
+/// first key when causal: dS and P are 0 above the diagonal, so the rows
+/// of the block after its first add zeros first). Asynchronous; after
 /// attention_backward_queries on the same space (it reads dS).
 template <class Space, class In, class Din, class Scalar>
 void attention_backward_keys(const Space& space, const AttentionShape& a, const In& in,
                              const In& dout, const Din& din, const Scalar* work) {
   const AttentionLayout l = attention_layout(a);
-  attention_for_each(
+  using B = AttentionBlocking<Space>;
+  constexpr int R = B::rows;
+  const auto columns = std::int64_t(in.extent(1)), out_columns = std::int64_t(dout.extent(1));
+  attention_for_blocks<B>(
       space, "gradsum::layer::attention::backward_keys_values", a,
-      KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
-        const int j = at.position;
-        const std::int64_t base = item - j;  // the (window, head)'s first item
-        Scalar *dk = &din(at.row, at.k), *dv = &din(at.row, at.v);
-        for (int c = 0; c < at.d; ++c) dk[c] = dv[c] = 0;
-        for (int i = a.first_query_for(j); i < a.length; ++i) {
-          const std::int64_t row = (base + i) * a.length + j;
-          attention_axpy(at.d, work[l.scores + std::size_t(row)], &in(at.first + i, at.q), dk);
-          attention_axpy(at.d, work[row], &dout(at.first + i, at.q), dv);
+      KOKKOS_LAMBDA(const AttentionBlock& b) {
+        const int from = a.first_query_for(b.position);
+        // Row `from` of P and dS, at column j of the block's row r.
+        const std::int64_t at = (b.pair * a.length + from) * a.length;
+        const Scalar *ds[R], *p[R];
+        Scalar *dk[R], *dv[R];
+        for (int r = 0; r < R; ++r) {
+          const int j = attention_block_row(b, r);
+          ds[r] = work + l.scores + at + j;
+          p[r] = work + at + j;
+          dk[r] = &din(b.first + j, b.k);
+          dv[r] = &din(b.first + j, b.v);
         }
+        const int n = a.length - from;
+        attention_weighted_rows<R, B::columns>(ds, a.length, n, &in(b.first + from, b.q), columns,
+                                               b.d, dk, b.rows);
+        attention_weighted_rows<R, B::columns>(p, a.length, n, &dout(b.first + from, b.q),
+                                               out_columns, b.d, dv, b.rows);
       });
 }
 
