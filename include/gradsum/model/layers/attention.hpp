@@ -213,11 +213,11 @@ void attention_forward(const Space& space, const AttentionShape& a, Scalar scale
         }
         const int keys = a.keys_for(b.position + b.rows - 1);
         const Scalar* kt = work + l.keys + pair_row * b.d;
-        attention_rows_times<R, B::keys>(q, b.d, kt, a.length, scale, p, keys, a.length, b.rows);
+        attention_rows<R, B::keys>(q, 1, b.d, kt, a.length, scale, p, keys, a.length, b.rows);
         for (int r = 0; r < b.rows; ++r)
           attention_softmax(p[r], a.keys_for(b.position + r), a.length);
-        attention_weighted_rows<R, B::columns>(pc, 1, keys, &in(b.first, b.v), columns, b.d, o,
-                                               b.rows);
+        attention_rows<R, B::columns>(pc, 1, keys, &in(b.first, b.v), columns, Scalar(1), o,
+                                      b.d, b.d, b.rows);
       });
 }
 
@@ -247,8 +247,8 @@ void attention_backward_queries(const Space& space, const AttentionShape& a, Sca
         const int keys = a.keys_for(b.position + b.rows - 1);
         const Scalar* vt = work + l.values + pair_row * b.d;
         // dP_i = dO_i V^T for the block's rows, then dS_i in place.
-        attention_rows_times<R, B::keys>(grad, b.d, vt, a.length, Scalar(1), ds, keys, a.length,
-                                         b.rows);
+        attention_rows<R, B::keys>(grad, 1, b.d, vt, a.length, Scalar(1), ds, keys, a.length,
+                                   b.rows);
         for (int r = 0; r < b.rows; ++r) {
           const int i = b.position + r, mine = a.keys_for(i);
           const Scalar dot = attention_dot(b.d, grad[r], &out(b.first + i, b.q));
@@ -257,8 +257,8 @@ void attention_backward_queries(const Space& space, const AttentionShape& a, Sca
           for (int j = 0; j < mine; ++j) ds[r][j] = pi[j] * (ds[r][j] - dot) * scale;
           for (int j = mine; j < a.length; ++j) ds[r][j] = 0;
         }
-        attention_weighted_rows<R, B::columns>(dsc, 1, keys, &in(b.first, b.k), columns, b.d, dq,
-                                               b.rows);
+        attention_rows<R, B::columns>(dsc, 1, keys, &in(b.first, b.k), columns, Scalar(1), dq,
+                                      b.d, b.d, b.rows);
       });
 }
 
@@ -290,10 +290,10 @@ void attention_backward_keys(const Space& space, const AttentionShape& a, const 
           dv[r] = &din(b.first + j, b.v);
         }
         const int n = a.length - from;
-        attention_weighted_rows<R, B::columns>(ds, a.length, n, &in(b.first + from, b.q), columns,
-                                               b.d, dk, b.rows);
-        attention_weighted_rows<R, B::columns>(p, a.length, n, &dout(b.first + from, b.q),
-                                               out_columns, b.d, dv, b.rows);
+        attention_rows<R, B::columns>(ds, a.length, n, &in(b.first + from, b.q), columns,
+                                      Scalar(1), dk, b.d, b.d, b.rows);
+        attention_rows<R, B::columns>(p, a.length, n, &dout(b.first + from, b.q), out_columns,
+                                      Scalar(1), dv, b.d, b.d, b.rows);
       });
 }
 

@@ -33,44 +33,24 @@ struct AttentionBlocking {
   static constexpr int columns = host ? 32 : 8;
 };
 
-/// out[r][at + w] = sum over c < d, in order, of (x[r][c] scale) m[c
-/// stride + at + w], for w < W, each sum from 0; written for the first
-/// `rows` of the R rows (the others repeat a valid row, and are dropped).
+/// out[r][at + w] = sum over j < n, in order, of (weight[r][j wstride]
+/// scale) m[j mstride + at + w], for w < W, each sum from 0; written for
+/// the first `rows` of the R rows (the others repeat a valid row, and are
+/// dropped). The scores Q K^T are this with the query's columns as
+/// weights and the rows of K^T; O, dQ, dK and dV with rows of P or dS as
+/// weights and scale 1 (exact, so the same bits as without it).
 template <int R, int W, class Scalar>
-KOKKOS_FORCEINLINE_FUNCTION void attention_block_scores(const Scalar* const (&x)[R], int d,
-                                                        const Scalar* m, std::int64_t stride,
-                                                        Scalar scale, Scalar* const (&out)[R],
-                                                        int at, int rows) {
-  Scalar sum[R][W];
-  for (int r = 0; r < R; ++r)
-    for (int w = 0; w < W; ++w) sum[r][w] = 0;
-  for (int c = 0; c < d; ++c) {
-    const Scalar* mc = m + std::int64_t(c) * stride + at;
-    for (int r = 0; r < R; ++r) {
-      const Scalar a = x[r][c] * scale;
-      for (int w = 0; w < W; ++w) sum[r][w] = multiply_add<true>(a, mc[w], sum[r][w]);
-    }
-  }
-  for (int r = 0; r < rows; ++r)
-    for (int w = 0; w < W; ++w) out[r][at + w] = sum[r][w];
-}
-
-/// out[r][at + w] = sum over j < n, in order, of weight[r][j wstride]
-/// m[j mstride + at + w], for w < W, each sum from 0; written for the
-/// first `rows` rows.
-template <int R, int W, class Scalar>
-KOKKOS_FORCEINLINE_FUNCTION void attention_block_weighted(const Scalar* const (&weight)[R],
-                                                          std::int64_t wstride, int n,
-                                                          const Scalar* m, std::int64_t mstride,
-                                                          Scalar* const (&out)[R], int at,
-                                                          int rows) {
+KOKKOS_FORCEINLINE_FUNCTION void attention_block(const Scalar* const (&weight)[R],
+                                                 std::int64_t wstride, int n, const Scalar* m,
+                                                 std::int64_t mstride, Scalar scale,
+                                                 Scalar* const (&out)[R], int at, int rows) {
   Scalar sum[R][W];
   for (int r = 0; r < R; ++r)
     for (int w = 0; w < W; ++w) sum[r][w] = 0;
   for (int j = 0; j < n; ++j) {
     const Scalar* mj = m + std::int64_t(j) * mstride + at;
     for (int r = 0; r < R; ++r) {
-      const Scalar a = weight[r][std::int64_t(j) * wstride];
+      const Scalar a = weight[r][std::int64_t(j) * wstride] * scale;
       for (int w = 0; w < W; ++w) sum[r][w] = multiply_add<true>(a, mj[w], sum[r][w]);
     }
   }
@@ -78,38 +58,19 @@ KOKKOS_FORCEINLINE_FUNCTION void attention_block_weighted(const Scalar* const (&
     for (int w = 0; w < W; ++w) out[r][at + w] = sum[r][w];
 }
 
-/// attention_block_scores over out[r][0 .. n): chunks of W keys while
-/// they fit in `limit` values of each row of m and out, then of W / 4,
-/// then one key at a time.
+/// attention_block over out[r][at .. columns): chunks of W while they fit
+/// in `limit` values of each row of m and out, then of W / 2, W / 4, ...
+/// down to one column at a time.
 template <int R, int W, class Scalar>
-KOKKOS_FORCEINLINE_FUNCTION void attention_rows_times(const Scalar* const (&x)[R], int d,
-                                                      const Scalar* m, std::int64_t stride,
-                                                      Scalar scale, Scalar* const (&out)[R],
-                                                      int n, int limit, int rows) {
-  int at = 0;
-  for (; at < n && at + W <= limit; at += W)
-    attention_block_scores<R, W>(x, d, m, stride, scale, out, at, rows);
-  constexpr int V = W / 4 > 1 ? W / 4 : 1;
-  for (; at + V <= n; at += V) attention_block_scores<R, V>(x, d, m, stride, scale, out, at, rows);
-  for (; at < n; ++at) attention_block_scores<R, 1>(x, d, m, stride, scale, out, at, rows);
-}
-
-/// attention_block_weighted over columns [0, d) of out: chunks of W
-/// columns, then of W / 2, then one column at a time.
-template <int R, int W, class Scalar>
-KOKKOS_FORCEINLINE_FUNCTION void attention_weighted_rows(const Scalar* const (&weight)[R],
-                                                         std::int64_t wstride, int n,
-                                                         const Scalar* m, std::int64_t mstride,
-                                                         int d, Scalar* const (&out)[R],
-                                                         int rows) {
-  int at = 0;
-  for (; at + W <= d; at += W)
-    attention_block_weighted<R, W>(weight, wstride, n, m, mstride, out, at, rows);
-  constexpr int V = W / 2 > 1 ? W / 2 : 1;
-  for (; at + V <= d; at += V)
-    attention_block_weighted<R, V>(weight, wstride, n, m, mstride, out, at, rows);
-  for (; at < d; ++at)
-    attention_block_weighted<R, 1>(weight, wstride, n, m, mstride, out, at, rows);
+KOKKOS_INLINE_FUNCTION void attention_rows(const Scalar* const (&weight)[R], std::int64_t wstride,
+                                           int n, const Scalar* m, std::int64_t mstride,
+                                           Scalar scale, Scalar* const (&out)[R], int columns,
+                                           int limit, int rows, int at = 0) {
+  for (; at < columns && at + W <= limit; at += W)
+    attention_block<R, W>(weight, wstride, n, m, mstride, scale, out, at, rows);
+  if constexpr (W > 1)
+    attention_rows<R, W / 2>(weight, wstride, n, m, mstride, scale, out, columns, limit, rows,
+                             at);
 }
 
 }  // namespace detail
