@@ -2,13 +2,17 @@
 // gemm() and the built-in tiled kernels (host micro-tiles and team tiles)
 // against a triple loop in long double, for every transpose, float and
 // double, sizes that are and are not multiples of the tiles (and past one
-// chunk of k), alpha and beta (beta = 0 must not read C: it holds NaN).
+// chunk of k), alpha and beta (beta = 0 must not read C: it holds NaN);
+// and the BLAS's products in slices of rows on OpenMP (a Kokkos Tools hook
+// counts the slices' kernel, so the sizes that should take them are seen
+// to).
 
 #include "test_helpers.hpp"
 
 #include <gradsum/linalg/gemm.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -105,6 +109,61 @@ TEST_CASE_TEMPLATE_DEFINE("gemm: every transpose against a triple loop", Space, 
       }
 }
 TEST_CASE_TEMPLATE_APPLY(gemm_products, Spaces);
+
+TEST_CASE("gemm: the BLAS's row slices start at multiples of 48 rows and cover every row once") {
+  using gradsum::detail::blas_row_slices;
+  using gradsum::detail::blas_slice_rows;
+  using gradsum::detail::blas_slice_start;
+  CHECK(blas_slice_start(1, 2, 128) == 48);  // 64 rounded to the nearest multiple
+  CHECK(blas_slice_start(1, 2, 2048) == 1008);  // 1024 = 21.3 x 48
+  for (std::int64_t M = 2 * blas_slice_rows; M <= 3000; M += 37)
+    for (std::int64_t slices = 2; slices <= M / blas_slice_rows; slices += 1 + slices / 4) {
+      INFO("M " << M << " slices " << slices);
+      CHECK(blas_slice_start(0, slices, M) == 0);
+      CHECK(blas_slice_start(slices, slices, M) == M);
+      for (std::int64_t s = 1; s < slices; ++s) {
+        const std::int64_t r = blas_slice_start(s, slices, M);
+        CHECK(r % blas_slice_rows == 0);
+        CHECK(r > blas_slice_start(s - 1, slices, M));
+        CHECK(r < M);
+      }
+    }
+  // Too small to cut: one call, nothing done here.
+  const double a = 1, b = 1;
+  double c = 0;
+  CHECK_FALSE(blas_row_slices(Kokkos::DefaultHostExecutionSpace(), false, false, 1.0, &a, 1, &b,
+                              1, 0.0, &c, 1, 1, 1, 1));
+}
+
+#if defined(GRADSUM_BLAS_ROW_SLICES)
+namespace {
+int row_slice_kernels = 0;
+void count_row_slices(const char* name, std::uint32_t, std::uint64_t*) {
+  if (std::strcmp(name, "gradsum::gemm::blas_row_slices") == 0) ++row_slice_kernels;
+}
+}  // namespace
+
+TEST_CASE("gemm: large products on OpenMP run as BLAS calls over slices of rows, each right") {
+  using Space = Kokkos::OpenMP;
+  if (Space().concurrency() < 2) return;  // one thread: one call
+  Kokkos::Tools::Experimental::set_begin_parallel_for_callback(count_row_slices);
+  // At least 2^20 multiply-adds and 96 rows: M = 96 (two slices of 48), a
+  // slice boundary rounded (517 rows), inner sizes of one and many chunks.
+  const std::int64_t sizes[][3] = {{96, 128, 128}, {517, 70, 33}, {200, 37, 300}, {150, 7, 1100}};
+  for (const char* t : {"NN", "TN", "NT", "TT"})
+    for (const auto& s : sizes) {
+      row_slice_kernels = 0;
+      check_product<double, Space>(Kernel::dispatch, t[0], t[1], s[0], s[1], s[2], 1.0, 0.0);
+      check_product<float, Space>(Kernel::dispatch, t[0], t[1], s[0], s[1], s[2], 2.0, 0.25);
+      CHECK(row_slice_kernels == 2);
+    }
+  // Below 2^20 multiply-adds: one call.
+  row_slice_kernels = 0;
+  check_product<double, Space>(Kernel::dispatch, 'N', 'N', 200, 60, 80, 1.0, 0.0);
+  CHECK(row_slice_kernels == 0);
+  Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr);
+}
+#endif
 
 TEST_CASE("gemm: mismatched sizes and transposes are errors that name them") {
   using Space = Kokkos::DefaultHostExecutionSpace;

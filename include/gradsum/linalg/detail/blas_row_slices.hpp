@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+/// @file
+/// A host BLAS product cut into slices of C's rows, one per OpenMP thread,
+/// each slice a single-threaded BLAS call. Measured with OpenBLAS 0.3.21 on
+/// two cores, for the products of the GPT of docs/layers.md (2048 rows,
+/// inner sizes 63 to 2048): 187-197 GFLOP/s against 135-165 when OpenBLAS
+/// shares one call between its own two threads (its single-threaded rate
+/// is 90-100), because each thread then packs and computes its own rows
+/// without waiting for the other. A BLAS built on OpenMP runs alone inside
+/// a parallel region; OpenBLAS built on pthreads does not, and is left to
+/// its own threads.
+///
+/// The bits: a slice of C's rows is what the BLAS computes for those rows
+/// in one call when the slice starts at a multiple of its kernels' blocks,
+/// for OpenBLAS's AVX2 kernels (every shape measured), not always for its
+/// AVX-512 ones (whose small-matrix kernels pick by shape). Slices start at
+/// multiples of 48 rows. A BLAS's bits change anyway with the number of
+/// threads it uses itself, so no product promises bits across thread
+/// counts; gradsum's own kernels do.
+
+#include <gradsum/config.hpp>
+#include <gradsum/core/kokkos_compat.hpp>
+
+#if GRADSUM_ENABLE_KOKKOS_KERNELS
+#include <KokkosKernels_config.h>
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS) && defined(KOKKOS_ENABLE_OPENMP)
+#include <KokkosBlas_Host_tpl.hpp>
+#define GRADSUM_BLAS_ROW_SLICES 1
+#endif
+#endif
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <type_traits>
+
+#if defined(GRADSUM_BLAS_ROW_SLICES) && defined(__GNUC__)
+// OpenBLAS names its threading (0 sequential, 1 pthreads, 2 OpenMP); weak,
+// so that another BLAS leaves it null.
+extern "C" int openblas_get_parallel(void) __attribute__((weak));
+#endif
+
+namespace gradsum {
+namespace detail {
+
+/// Slices start at multiples of this many rows (a multiple of the BLAS
+/// kernels' blocks of 4, 8, 12, 16 and 24 rows).
+constexpr std::int64_t blas_slice_rows = 48;
+
+/// Products of fewer multiply-adds stay one call (a parallel region costs a
+/// few microseconds; 2^20 multiply-adds take about 20 on one core).
+constexpr std::int64_t blas_slice_min_work = std::int64_t(1) << 20;
+
+/// The first row of slice s of `slices` over M rows: M s / slices rounded
+/// to the nearest multiple of blas_slice_rows (M for s = slices). With
+/// slices <= M / blas_slice_rows the starts strictly increase.
+inline std::int64_t blas_slice_start(std::int64_t s, std::int64_t slices, std::int64_t M) {
+  if (s >= slices) return M;
+  const std::int64_t unit = blas_slice_rows * slices;
+  return (M * s + unit / 2) / unit * blas_slice_rows;
+}
+
+/// Whether BLAS calls made inside an OpenMP parallel region run on their
+/// calling thread alone: false for OpenBLAS built on pthreads.
+inline bool blas_runs_alone_in_parallel_regions() {
+#if defined(GRADSUM_BLAS_ROW_SLICES) && defined(__GNUC__)
+  if (openblas_get_parallel != nullptr) return openblas_get_parallel() != 1;
+#endif
+  return true;
+}
+
+/// C = alpha op(A) op(B) + beta C as slices of C's rows on Kokkos::OpenMP,
+/// when the space has more than one thread, the product at least
+/// blas_slice_min_work multiply-adds and two slices of blas_slice_rows, and
+/// the BLAS runs alone in a parallel region. Returns whether it did (false:
+/// the caller makes one call). Blocks until the product is done.
+template <class ExecutionSpace, class Scalar>
+bool blas_row_slices(const ExecutionSpace& space, bool ta, bool tb, Scalar alpha, const Scalar* a,
+                     std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c,
+                     std::int64_t ldc, std::int64_t M, std::int64_t N, std::int64_t K) {
+#if defined(GRADSUM_BLAS_ROW_SLICES)
+  if constexpr (std::is_same<ExecutionSpace, Kokkos::OpenMP>::value &&
+                (std::is_same<Scalar, float>::value || std::is_same<Scalar, double>::value)) {
+    const std::int64_t slices = std::min<std::int64_t>(space.concurrency(), M / blas_slice_rows);
+    const std::int64_t largest = std::max({M, N, K, lda, ldb, ldc});
+    if (slices < 2 || M * N * K < blas_slice_min_work || largest > INT_MAX ||
+        !blas_runs_alone_in_parallel_regions())
+      return false;
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
+    // BLAS's first operand is B with B's transpose flag, its second A.
+    const char tb_blas = tb ? 'T' : 'N', ta_blas = ta ? 'T' : 'N';
+    Kokkos::parallel_for(
+        "gradsum::gemm::blas_row_slices",
+        Kokkos::RangePolicy<Kokkos::OpenMP>(space, 0, slices), [=](std::int64_t s) {
+          const std::int64_t r0 = blas_slice_start(s, slices, M);
+          const std::int64_t r1 = blas_slice_start(s + 1, slices, M);
+          const Scalar* a_rows = ta ? a + r0 : a + r0 * lda;  // op(A)'s rows r0..r1
+          KokkosBlas::Impl::HostBlas<Scalar>::gemm(tb_blas, ta_blas, int(N), int(r1 - r0), int(K),
+                                                   alpha, b, int(ldb), a_rows, int(lda), beta,
+                                                   c + r0 * ldc, int(ldc));
+        });
+    space.fence();
+    return true;
+  }
+#endif
+  (void)space, (void)ta, (void)tb, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb;
+  (void)beta, (void)c, (void)ldc, (void)M, (void)N, (void)K;
+  return false;
+}
+
+}  // namespace detail
+}  // namespace gradsum
