@@ -3,9 +3,10 @@
 // against a triple loop in long double, for every transpose, float and
 // double, sizes that are and are not multiples of the tiles (and past one
 // chunk of k), alpha and beta (beta = 0 must not read C: it holds NaN);
-// and the BLAS's products in slices of rows on OpenMP (a Kokkos Tools hook
-// counts the slices' kernel, so the sizes that should take them are seen
-// to).
+// and the host BLAS called directly: products in slices of rows on
+// OpenMP, a row times a matrix as gemv (Kokkos Tools hooks count the
+// slices' kernel and the gemv's region, so the sizes that should take
+// them are seen to).
 
 #include "test_helpers.hpp"
 
@@ -163,6 +164,38 @@ TEST_CASE("gemm: large products on OpenMP run as BLAS calls over slices of rows,
   CHECK(row_slice_kernels == 0);
   Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr);
 }
+#endif
+
+#if defined(GRADSUM_HOST_BLAS)
+namespace {
+int row_vector_calls = 0;
+void count_row_vectors(const char* name) {
+  if (std::strcmp(name, "gradsum::gemm::blas_row_vector") == 0) ++row_vector_calls;
+}
+}  // namespace
+
+// A row times a matrix (a bias's column sums) is the BLAS's gemv on host
+// spaces; a Kokkos Tools hook counts the region it runs in.
+TEST_CASE_TEMPLATE_DEFINE("gemm: a row times a matrix is the BLAS's matrix-vector product on host "
+                          "spaces, right", Space, gemm_row_vector) {
+  if constexpr (Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible) {
+    Kokkos::Tools::Experimental::set_push_region_callback(count_row_vectors);
+    const std::int64_t sizes[][3] = {{1, 1, 1}, {1, 37, 1024}, {1, 512, 2048}, {1, 9, 3}};
+    for (const char* t : {"NN", "NT"})
+      for (const auto& s : sizes) {
+        row_vector_calls = 0;
+        check_product<double, Space>(Kernel::dispatch, t[0], t[1], s[0], s[1], s[2], 1.0, 0.0);
+        check_product<float, Space>(Kernel::dispatch, t[0], t[1], s[0], s[1], s[2], 2.0, 0.25);
+        CHECK(row_vector_calls == 2);
+      }
+    // A transposed one-column A stays a matrix product.
+    row_vector_calls = 0;
+    check_product<double, Space>(Kernel::dispatch, 'T', 'N', 1, 37, 1024, 1.0, 0.0);
+    CHECK(row_vector_calls == 0);
+    Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(gemm_row_vector, Spaces);
 #endif
 
 TEST_CASE("gemm: mismatched sizes and transposes are errors that name them") {

@@ -267,7 +267,7 @@ TEST_CASE_TEMPLATE_APPLY(dense_empty, gradsum_test::Spaces);
 // The products stay below the size that OpenMP cuts into slices of rows
 // for the BLAS (2^20 multiply-adds), so both spaces make the same BLAS
 // calls and what is compared is the layer's own kernels: a BLAS's bits
-// change with the threads it runs on (linalg/detail/blas_row_slices.hpp).
+// change with the threads it runs on (linalg/detail/host_blas.hpp).
 TEST_CASE_TEMPLATE_DEFINE("layer dense: the same bits as Serial on host spaces", Space,
                           dense_same_bits) {
 #ifdef KOKKOS_ENABLE_SERIAL

@@ -7,15 +7,15 @@
 /// Views. With Kokkos Kernels (GRADSUM_ENABLE_KOKKOS_KERNELS in config.hpp)
 /// it is KokkosBlas::gemm: the host BLAS on host spaces (on OpenMP with
 /// several threads, large products as one single-threaded BLAS call per
-/// thread over a slice of C's rows: linalg/detail/blas_row_slices.hpp),
-/// cuBLAS on Cuda.
+/// thread over a slice of C's rows, and a row times a matrix as the BLAS's
+/// gemv: linalg/detail/host_blas.hpp), cuBLAS on Cuda.
 /// Otherwise it is gradsum's own kernel (linalg/detail/tiled_gemm.hpp):
 /// register-blocked tiles on host spaces, team scratch tiles elsewhere.
 
 #include <gradsum/config.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/core/kokkos_compat.hpp>
-#include <gradsum/linalg/detail/blas_row_slices.hpp>
+#include <gradsum/linalg/detail/host_blas.hpp>
 #include <gradsum/linalg/detail/tiled_gemm.hpp>
 
 #if GRADSUM_ENABLE_KOKKOS_KERNELS
@@ -78,9 +78,11 @@ void gemm(const ExecutionSpace& space, char transa, char transb,
   if (M == 0 || N == 0) return;
 #if GRADSUM_ENABLE_KOKKOS_KERNELS
   if (K > 0) {
-    if (detail::blas_row_slices(space, ta, tb, alpha, A.data(), std::int64_t(A.stride(0)), B.data(),
-                                std::int64_t(B.stride(0)), beta, C.data(),
-                                std::int64_t(C.stride(0)), M, N, K))
+    const auto lda = std::int64_t(A.stride(0)), ldb = std::int64_t(B.stride(0));
+    if (detail::blas_row_vector(space, ta, tb, alpha, A.data(), B.data(), ldb, beta, C.data(), M,
+                                N, K) ||
+        detail::blas_row_slices(space, ta, tb, alpha, A.data(), lda, B.data(), ldb, beta,
+                                C.data(), std::int64_t(C.stride(0)), M, N, K))
       return;
     const char ta_s[2] = {ta ? 'T' : 'N', '\0'}, tb_s[2] = {tb ? 'T' : 'N', '\0'};
 #if defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40100
