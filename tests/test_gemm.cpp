@@ -4,9 +4,8 @@
 // double, sizes that are and are not multiples of the tiles (and past one
 // chunk of k), alpha and beta (beta = 0 must not read C: it holds NaN);
 // and the host BLAS called directly: products in slices of rows on
-// OpenMP, a row times a matrix as gemv (Kokkos Tools hooks count the
-// slices' kernel and the gemv's region, so the sizes that should take
-// them are seen to).
+// OpenMP, a row times a matrix as gemv (a Kokkos Tools hook counts the
+// regions they run in, so the sizes that should take them are seen to).
 
 #include "test_helpers.hpp"
 
@@ -14,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <vector>
@@ -136,63 +136,59 @@ TEST_CASE("gemm: the BLAS's row slices start at multiples of 48 rows and cover e
                               1, 0.0, &c, 1, 1, 1, 1));
 }
 
-#if defined(GRADSUM_BLAS_ROW_SLICES)
+#if defined(GRADSUM_HOST_BLAS)
 namespace {
-int row_slice_kernels = 0;
-void count_row_slices(const char* name, std::uint32_t, std::uint64_t*) {
-  if (std::strcmp(name, "gradsum::gemm::blas_row_slices") == 0) ++row_slice_kernels;
+const char* counted_region = "";
+int region_count = 0;
+void count_region(const char* name) {
+  if (std::strcmp(name, counted_region) == 0) ++region_count;
+}
+
+// Runs check_product for each transpose and size, in double then float,
+// and returns how many of those gemm calls a Kokkos Tools hook saw enter
+// the region `region`.
+template <class Space, std::size_t Sizes>
+int products_in_region(const char* region, std::initializer_list<const char*> transposes,
+                       const std::int64_t (&sizes)[Sizes][3]) {
+  counted_region = region;
+  region_count = 0;
+  Kokkos::Tools::Experimental::set_push_region_callback(count_region);
+  for (const char* t : transposes)
+    for (const auto& s : sizes) {
+      check_product<double, Space>(Kernel::dispatch, t[0], t[1], s[0], s[1], s[2], 1.0, 0.0);
+      check_product<float, Space>(Kernel::dispatch, t[0], t[1], s[0], s[1], s[2], 2.0, 0.25);
+    }
+  Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
+  return region_count;
 }
 }  // namespace
 
+#if defined(GRADSUM_BLAS_ROW_SLICES)
 TEST_CASE("gemm: large products on OpenMP run as BLAS calls over slices of rows, each right") {
   using Space = Kokkos::OpenMP;
   if (Space().concurrency() < 2) return;  // one thread: one call
-  Kokkos::Tools::Experimental::set_begin_parallel_for_callback(count_row_slices);
+  const char* region = "gradsum::gemm::blas_row_slices";
   // At least 2^20 multiply-adds and 96 rows: M = 96 (two slices of 48), a
   // slice boundary rounded (517 rows), inner sizes of one and many chunks.
-  const std::int64_t sizes[][3] = {{96, 128, 128}, {517, 70, 33}, {200, 37, 300}, {150, 7, 1100}};
-  for (const char* t : {"NN", "TN", "NT", "TT"})
-    for (const auto& s : sizes) {
-      row_slice_kernels = 0;
-      check_product<double, Space>(Kernel::dispatch, t[0], t[1], s[0], s[1], s[2], 1.0, 0.0);
-      check_product<float, Space>(Kernel::dispatch, t[0], t[1], s[0], s[1], s[2], 2.0, 0.25);
-      CHECK(row_slice_kernels == 2);
-    }
-  // Below 2^20 multiply-adds: one call.
-  row_slice_kernels = 0;
-  check_product<double, Space>(Kernel::dispatch, 'N', 'N', 200, 60, 80, 1.0, 0.0);
-  CHECK(row_slice_kernels == 0);
-  Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr);
+  const std::int64_t sliced[][3] = {{96, 128, 128}, {517, 70, 33}, {200, 37, 300}, {150, 7, 1100}};
+  CHECK(products_in_region<Space>(region, {"NN", "TN", "NT", "TT"}, sliced) == 4 * 4 * 2);
+  // Below 2^20 multiply-adds, or fewer than 96 rows: one call.
+  const std::int64_t whole[][3] = {{200, 60, 80}, {95, 200, 100}};
+  CHECK(products_in_region<Space>(region, {"NN", "TT"}, whole) == 0);
 }
 #endif
 
-#if defined(GRADSUM_HOST_BLAS)
-namespace {
-int row_vector_calls = 0;
-void count_row_vectors(const char* name) {
-  if (std::strcmp(name, "gradsum::gemm::blas_row_vector") == 0) ++row_vector_calls;
-}
-}  // namespace
-
 // A row times a matrix (a bias's column sums) is the BLAS's gemv on host
-// spaces; a Kokkos Tools hook counts the region it runs in.
+// spaces.
 TEST_CASE_TEMPLATE_DEFINE("gemm: a row times a matrix is the BLAS's matrix-vector product on host "
                           "spaces, right", Space, gemm_row_vector) {
   if constexpr (Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible) {
-    Kokkos::Tools::Experimental::set_push_region_callback(count_row_vectors);
-    const std::int64_t sizes[][3] = {{1, 1, 1}, {1, 37, 1024}, {1, 512, 2048}, {1, 9, 3}};
-    for (const char* t : {"NN", "NT"})
-      for (const auto& s : sizes) {
-        row_vector_calls = 0;
-        check_product<double, Space>(Kernel::dispatch, t[0], t[1], s[0], s[1], s[2], 1.0, 0.0);
-        check_product<float, Space>(Kernel::dispatch, t[0], t[1], s[0], s[1], s[2], 2.0, 0.25);
-        CHECK(row_vector_calls == 2);
-      }
+    const char* region = "gradsum::gemm::blas_row_vector";
+    const std::int64_t row[][3] = {{1, 1, 1}, {1, 37, 1024}, {1, 512, 2048}, {1, 9, 3}};
+    CHECK(products_in_region<Space>(region, {"NN", "NT"}, row) == 2 * 4 * 2);
     // A transposed one-column A stays a matrix product.
-    row_vector_calls = 0;
-    check_product<double, Space>(Kernel::dispatch, 'T', 'N', 1, 37, 1024, 1.0, 0.0);
-    CHECK(row_vector_calls == 0);
-    Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
+    const std::int64_t column[][3] = {{1, 37, 1024}};
+    CHECK(products_in_region<Space>(region, {"TN"}, column) == 0);
   }
 }
 TEST_CASE_TEMPLATE_APPLY(gemm_row_vector, Spaces);

@@ -103,6 +103,7 @@ bool blas_row_slices(const ExecutionSpace& space, bool ta, bool tb, Scalar alpha
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
     // BLAS's first operand is B with B's transpose flag, its second A.
     const char tb_blas = tb ? 'T' : 'N', ta_blas = ta ? 'T' : 'N';
+    Kokkos::Profiling::pushRegion("gradsum::gemm::blas_row_slices");
     Kokkos::parallel_for(
         "gradsum::gemm::blas_row_slices",
         Kokkos::RangePolicy<Kokkos::OpenMP>(space, 0, slices), [=](std::int64_t s) {
@@ -114,6 +115,7 @@ bool blas_row_slices(const ExecutionSpace& space, bool ta, bool tb, Scalar alpha
                                                    c + r0 * ldc, int(ldc));
         });
     space.fence();
+    Kokkos::Profiling::popRegion();
     return true;
   }
 #endif
