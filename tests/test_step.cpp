@@ -410,3 +410,53 @@ TEST_CASE_TEMPLATE_DEFINE("a non-finite loss throws naming the sample, or skips 
   }
 }
 TEST_CASE_TEMPLATE_APPLY(nonfinite, Spaces);
+
+namespace {
+// A finalizing body: writes g(j) = 2 (j + 1) and adds (j + 1)^2 and
+// (j + 1) into the two sums.
+template <class G>
+struct SquaresAndCounts {
+  using value_type = double[];
+  using size_type = int;
+  int value_count;
+  G g;
+  KOKKOS_FUNCTION void operator()(int j, double* acc) const {
+    const double v = double(j + 1);
+    g(j) = 2 * v;
+    acc[0] += v * v;
+    acc[1] += v;
+  }
+  KOKKOS_FUNCTION void init(double* acc) const { acc[0] = acc[1] = 0; }
+  KOKKOS_FUNCTION void join(double* dst, const double* src) const {
+    dst[0] += src[0];
+    dst[1] += src[1];
+  }
+};
+}  // namespace
+
+// The finalizing pass's two sums over every parameter (on CPU threads in
+// chunks of 512 parameters whose sums stay in registers): every parameter
+// once, closed forms n(n+1)(2n+1)/6 and n(n+1)/2 (exact in double here),
+// at sizes below, at and around the chunk and across several.
+TEST_CASE_TEMPLATE_DEFINE("the finalizing pass sums over every parameter once", Space,
+                          finalize_sums) {
+  using Memory = typename Space::memory_space;
+  const gradsum::detail::PlainWorkers<double, Memory> workers;
+  for (int n : {0, 1, 511, 512, 513, 1537, 5000}) {
+    INFO("n " << n);
+    Kokkos::View<double*, Memory> g("g", std::size_t(n));
+    double out_data[2] = {-1, -1};
+    Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
+        out_data, 2);
+    workers.reduce_two(Space(), gradsum::Sum{}, "test::finalize", n,
+                       SquaresAndCounts<decltype(g)>{2, g}, out);
+    const double m = n;
+    CHECK(out(0) == m * (m + 1) * (2 * m + 1) / 6);
+    CHECK(out(1) == m * (m + 1) / 2);
+    const auto h = to_host(g);
+    bool every = true;
+    for (int j = 0; j < n; ++j) every = every && h[std::size_t(j)] == 2.0 * (j + 1);
+    CHECK(every);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(finalize_sums, Spaces);

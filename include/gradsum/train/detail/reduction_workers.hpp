@@ -210,6 +210,34 @@ class BinnedWorkers {
   Kokkos::View<std::int64_t*, Kokkos::HostSpace> host_;
 };
 
+/// body(j, acc) over `chunk` consecutive j per kernel index, for CPU
+/// threads: the chunk's two sums stay in registers (a body that stores,
+/// as the finalizing pass stores the gradient, would otherwise load and
+/// store the thread's sums in memory at every j), then add into acc.
+template <class Body>
+struct TwoSumsInChunks {
+  using value_type = typename Body::value_type;
+  using size_type = int;
+  using scalar = std::remove_extent_t<value_type>;
+  static constexpr int chunk = 512;
+  int value_count = 2;
+  Body body;
+  int n;
+  static int chunks(int n) { return (n + chunk - 1) / chunk; }
+  KOKKOS_FUNCTION void operator()(int c, scalar* acc) const {
+    scalar local[2] = {0, 0};
+    const int end = c * chunk + chunk < n ? c * chunk + chunk : n;
+    for (int j = c * chunk; j < end; ++j) body(j, local);
+    acc[0] += local[0];
+    acc[1] += local[1];
+  }
+  KOKKOS_FUNCTION void init(scalar* acc) const { acc[0] = acc[1] = 0; }
+  KOKKOS_FUNCTION void join(scalar* dst, const scalar* src) const {
+    dst[0] += src[0];
+    dst[1] += src[1];
+  }
+};
+
 /// What a step keeps for a reduction whose sums the aggregation adds as
 /// they are (Sum, Compensated): nothing; it sums plainly.
 template <class Scalar, class Memory>
@@ -232,7 +260,13 @@ struct PlainWorkers {
   template <class Space, class Reduction, class Body, class HostOut>
   void reduce_two(const Space& space, const Reduction&, const std::string& label, int n,
                   const Body& body, const HostOut& out) const {
-    Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Space>(space, 0, n), body, out);
+    if constexpr (Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible) {
+      using Chunks = TwoSumsInChunks<Body>;
+      Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Space>(space, 0, Chunks::chunks(n)),
+                              Chunks{2, body, n}, out);
+    } else {
+      Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Space>(space, 0, n), body, out);
+    }
   }
 };
 
