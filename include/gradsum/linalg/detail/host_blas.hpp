@@ -97,7 +97,8 @@ bool blas_row_slices(const ExecutionSpace& space, bool ta, bool tb, Scalar alpha
                 (std::is_same<Scalar, float>::value || std::is_same<Scalar, double>::value)) {
     const std::int64_t slices = std::min<std::int64_t>(space.concurrency(), M / blas_slice_rows);
     const std::int64_t largest = std::max({M, N, K, lda, ldb, ldc});
-    if (slices < 2 || M * N * K < blas_slice_min_work || largest > INT_MAX ||
+    if (largest > INT_MAX || slices < 2 ||
+        double(M) * double(N) * double(K) < double(blas_slice_min_work) ||
         !blas_runs_alone_in_parallel_regions())
       return false;
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the

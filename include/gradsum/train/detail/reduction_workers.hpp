@@ -223,11 +223,12 @@ struct TwoSumsInChunks {
   int value_count = 2;
   Body body;
   int n;
-  static int chunks(int n) { return (n + chunk - 1) / chunk; }
+  static int chunks(int n) { return int((std::int64_t(n) + chunk - 1) / chunk); }
   KOKKOS_FUNCTION void operator()(int c, scalar* acc) const {
     scalar local[2] = {0, 0};
-    const int end = c * chunk + chunk < n ? c * chunk + chunk : n;
-    for (int j = c * chunk; j < end; ++j) body(j, local);
+    const std::int64_t begin = std::int64_t(c) * chunk;
+    const int end = begin + chunk < n ? int(begin + chunk) : n;
+    for (int j = int(begin); j < end; ++j) body(j, local);
     acc[0] += local[0];
     acc[1] += local[1];
   }
