@@ -434,29 +434,45 @@ struct SquaresAndCounts {
 };
 }  // namespace
 
-// The finalizing pass's two sums over every parameter (on CPU threads in
-// chunks of 512 parameters whose sums stay in registers): every parameter
-// once, closed forms n(n+1)(2n+1)/6 and n(n+1)/2 (exact in double here),
-// at sizes below, at and around the chunk and across several.
+// The finalizing pass's two sums over every parameter, in parts of blocks
+// (one block per rank; parts of 512 coordinates on CPU threads, 32 on a
+// device): every parameter once, closed forms n(n+1)(2n+1)/6 and n(n+1)/2
+// (exact in double here), at sizes below, at and around a part and across
+// several, on 1 to 5 blocks. Summed block by block (as ranks that each
+// hold their block do) the parts are the same bits.
 TEST_CASE_TEMPLATE_DEFINE("the finalizing pass sums over every parameter once", Space,
                           finalize_sums) {
   using Memory = typename Space::memory_space;
-  const gradsum::detail::PlainWorkers<double, Memory> workers;
-  for (int n : {0, 1, 511, 512, 513, 1537, 5000}) {
-    INFO("n " << n);
-    Kokkos::View<double*, Memory> g("g", std::size_t(n));
-    double out_data[2] = {-1, -1};
-    Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
-        out_data, 2);
-    workers.reduce_two(Space(), gradsum::Sum{}, "test::finalize", n,
-                       SquaresAndCounts<decltype(g)>{2, g}, out);
-    const double m = n;
-    CHECK(out(0) == m * (m + 1) * (2 * m + 1) / 6);
-    CHECK(out(1) == m * (m + 1) / 2);
-    const auto h = to_host(g);
-    bool every = true;
-    for (int j = 0; j < n; ++j) every = every && h[std::size_t(j)] == 2.0 * (j + 1);
-    CHECK(every);
+  using Norms = gradsum::detail::OrderedNorms<double, Memory>;
+  for (int blocks : {1, 2, 3, 5}) {
+    for (int n : {0, 1, 511, 512, 513, 1537, 5000}) {
+      INFO("n " << n << " in " << blocks << " blocks");
+      const Norms norms(n, blocks, Norms::template part_size<Space>());
+      Kokkos::View<double*, Memory> g("g", std::size_t(n));
+      const SquaresAndCounts<decltype(g)> body{2, g};
+      double out_data[2] = {-1, -1};
+      Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
+          out_data, 2);
+      norms.sum_blocks(Space(), "test::finalize", 0, blocks, body);
+      norms.totals(out);
+      const double m = n;
+      CHECK(out(0) == m * (m + 1) * (2 * m + 1) / 6);
+      CHECK(out(1) == m * (m + 1) / 2);
+      const auto h = to_host(g);
+      bool every = true;
+      for (int j = 0; j < n; ++j) every = every && h[std::size_t(j)] == 2.0 * (j + 1);
+      CHECK(every);
+      const auto& bounds = norms.block_bounds();
+      const std::vector<double> together(norms.host_parts(), norms.host_parts() + bounds.back());
+      std::vector<double> apart(together.size(), -1);
+      std::fill(norms.host_parts(), norms.host_parts() + bounds.back(), -1.0);
+      for (int k = 0; k < blocks; ++k) {
+        norms.sum_blocks(Space(), "test::finalize", k, k + 1, body);
+        for (auto v = bounds[std::size_t(k)]; v < bounds[std::size_t(k) + 1]; ++v)
+          apart[std::size_t(v)] = norms.host_parts()[v];
+      }
+      CHECK(apart == together);
+    }
   }
 }
 TEST_CASE_TEMPLATE_APPLY(finalize_sums, Spaces);

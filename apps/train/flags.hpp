@@ -249,9 +249,12 @@ inline const std::vector<gradsum_apps::Flag<Options>> flags = {
      same<&Options::ranks_per_node>},
     {"--shard-optimizer", "",
      "with several ranks, each rank keeps the optimizer\n"
-     "state of 1/ranks of the parameters and updates them,\n"
-     "then the ranks exchange the updated parameters (ZeRO\n"
-     "stage 1; first-order optimizers). The same bits",
+     "state of 1/ranks of the parameters, receives their\n"
+     "summed gradient alone (a reduce-scatter) and updates\n"
+     "them, then the ranks exchange the updated parameters\n"
+     "(ZeRO stage 1; first-order optimizers). Each element\n"
+     "is added in rank order: the bits of an unsharded run\n"
+     "in buckets",
      [](Options& o, const Value&) { o.shard_optimizer = true; }, same<&Options::shard_optimizer>},
     {"--epochs", "E", "passes over the data, >= 0 (default 10)",
      [](Options& o, const Value& v) { o.epochs = int(v.integer(0, 100000000)); },

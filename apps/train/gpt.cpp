@@ -241,7 +241,8 @@ int train_gpt_as(const Context& context, const TextInputs& text, const Aggregati
                           plan.per_epoch);
   say_chosen(context, chosen);
   print_buckets(context, step.aggregation().size(), true, step.optimizer_shard(),
-                step.num_parameters(), chosen.cap != 0 ? chosen.cap : o.bucket_cap);
+                step.scatters_gradient(), step.num_parameters(),
+                chosen.cap != 0 ? chosen.cap : o.bucket_cap);
   // The validation part, checked before training (shorter than a window:
   // an error now, not after the run).
   std::vector<std::int32_t> validation_ids = text.validation;

@@ -36,18 +36,24 @@ void print_banner(const Context& context, const Banner& b) {
     say("gradsum-train: reduce %s, aggregate %s over %d %s\n", o.reduce.c_str(),
         robust_rule(o).name().c_str(), b.ranks > 1 ? b.ranks : o.workers,
         b.ranks > 1 ? "ranks" : "virtual workers");
-  print_buckets(context, b.ranks, false, b.shard, b.parameters, context.options.bucket_cap);
+  print_buckets(context, b.ranks, false, b.shard, b.scattered, b.parameters,
+                context.options.bucket_cap);
 }
 
 void print_buckets(const Context& context, int ranks, bool overlapped,
-                   const gradsum::ParameterShard& shard, int parameters, std::int64_t bucket_cap) {
+                   const gradsum::ParameterShard& shard, bool scattered, int parameters,
+                   std::int64_t bucket_cap) {
   const Options& o = context.options;
-  if (shard.partial(parameters))
+  const bool sharded = shard.partial(parameters);
+  if (sharded)
     context.say("gradsum-train: the optimizer state sharded over %d ranks (ZeRO stage 1): rank 0 "
                 "keeps and updates that of parameters [%lld, %lld) of %d, then the ranks "
-                "exchange the updated parameters\n",
+                "exchange the updated parameters%s\n",
                 ranks, static_cast<long long>(shard.begin), static_cast<long long>(shard.end),
-                parameters);
+                parameters,
+                scattered ? "; the gradient reduce-scattered, each rank receiving the sums of "
+                            "its block alone"
+                          : "");
   if (ranks < 2 || o.aggregate != "sum") return;
   const std::string levels =
       context.sum_nodes > 1
@@ -58,7 +64,7 @@ void print_buckets(const Context& context, int ranks, bool overlapped,
                 "rank order%s\n",
                 static_cast<long long>(bucket_cap),
                 overlapped ? ", sent while the backward pass runs" : "", levels.c_str());
-  else if (bucket_cap >= one_bucket || context.sum_nodes > 1)
+  else if (bucket_cap >= one_bucket || context.sum_nodes > 1 || sharded)
     context.say("gradsum-train: the sum in one message after the backward pass, each element "
                 "added in rank order%s\n", levels.c_str());
 }

@@ -20,6 +20,7 @@ struct Banner {
   std::string model, loss, space, threads, path;
   int parameters = 0, ranks = 1;
   gradsum::ParameterShard shard;  // the parameters whose optimizer state rank 0 keeps
+  bool scattered = false;         // the gradient reduce-scattered (Step::scatters_gradient)
 };
 
 /// Prints the banner: the run, the class names, the reduction and aggregation.
@@ -29,10 +30,12 @@ void print_banner(const Context& context, const Banner& banner);
 /// (--shard-optimizer), how the sum is cut (--bucket-cap) and whether it
 /// goes in two levels (--sum-algorithm), unless it is one flat message;
 /// `overlapped`: the buckets leave during the backward pass; `shard`: rank
-/// 0's block of the `parameters` (Step::optimizer_shard); `bucket_cap`:
-/// the cap in bytes (0 or less: one message; one_bucket: one bucket).
+/// 0's block of the `parameters` (Step::optimizer_shard); `scattered`: the
+/// gradient reduce-scattered (Step::scatters_gradient); `bucket_cap`: the
+/// cap in bytes (0 or less: one message; one_bucket: one bucket).
 void print_buckets(const Context& context, int ranks, bool overlapped,
-                   const gradsum::ParameterShard& shard, int parameters, std::int64_t bucket_cap);
+                   const gradsum::ParameterShard& shard, bool scattered, int parameters,
+                   std::int64_t bucket_cap);
 
 /// Prints why training stopped (a stopping rule, a callback), if it did.
 void report_stop(const Printer& say, const gradsum::FitResult& fitted);
@@ -95,6 +98,7 @@ void announce(const Context& context, const Step& step, const Model& model, cons
   banner.parameters = step.num_parameters();
   banner.ranks = ranks;
   banner.shard = step.optimizer_shard();
+  banner.scattered = step.scatters_gradient();
   print_banner(context, banner);
   warn_oversubscribed<Space>(context);
 }

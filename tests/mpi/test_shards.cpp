@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Sharded optimizer state (ZeRO stage 1, Allreduce::shard_optimizer) under
 // mpiexec with 1 to 4 ranks: every elementwise optimizer gives the bytes of
-// the replicated run (the gradient is summed whole, each rank updates its
-// block, the blocks are gathered); each rank keeps the state of its block
-// alone; a checkpoint holds the whole state, the replicated run's bytes,
-// and resumes on fewer ranks with or without sharding; ranks that disagree,
-// and optimizers that are not elementwise, are refused on every rank.
+// the replicated run that sums in rank order (the gradient is
+// reduce-scattered in rank order, each rank updates its block, the blocks
+// are gathered), and of one MPI_Allreduce on 1 and 2 ranks; each rank
+// receives the sums of its block alone and keeps the state of that block; a
+// checkpoint holds the whole state, the replicated run's bytes, and resumes
+// on fewer ranks with or without sharding; ranks that disagree, and
+// optimizers that are not elementwise, are refused on every rank.
 
 #include "../test_helpers.hpp"
 #include "mpi_helpers.hpp"
@@ -78,10 +80,15 @@ auto softmax_data() {
                                                                            problem.x, problem.y);
 }
 
-// A Softmax step over `comm`, its optimizer state sharded or not.
+// One bucket of the whole buffer: each element summed in rank order.
+const gradsum::Buckets one_bucket{0, std::size_t(1) << 20};
+
+// A Softmax step over `comm`, its optimizer state sharded or not, summed
+// in rank order (or as `buckets` say).
 template <class Space, class Optimizer>
-auto softmax_step(const Optimizer& optimizer, bool shard, MPI_Comm comm = MPI_COMM_WORLD) {
-  gradsum::Allreduce sum(comm);
+auto softmax_step(const Optimizer& optimizer, bool shard, MPI_Comm comm = MPI_COMM_WORLD,
+                  gradsum::Buckets buckets = one_bucket) {
+  gradsum::Allreduce sum(comm, gradsum::DeviceBuffers::automatic, buckets);
   sum.shard_optimizer(shard);
   return gradsum::make_step<double>(Space(), gradsum::Softmax(4, 3),
                                     gradsum::SoftmaxCrossEntropy{}, optimizer,
@@ -118,9 +125,18 @@ void check_same_bits(const Optimizer& optimizer, const char* what) {
   gradsum::TrainingPosition start;
   start.seed = 3;
   Twins<Space, Optimizer> twins(optimizer);
+  CHECK(twins.sharded.scatters_gradient() == (mpi_size() > 1));
+  CHECK_FALSE(twins.whole.scatters_gradient());
   run(twins.whole, twins.theta_whole, data, start, 9);
   run(twins.sharded, twins.theta_sharded, data, start, 9);
   CHECK(same_bytes(to_host(twins.theta_whole), to_host(twins.theta_sharded)));
+  if (mpi_size() <= 2) {  // one MPI_Allreduce adds x_0 + x_1 as rank order does
+    auto message = softmax_step<Space>(optimizer, false, MPI_COMM_WORLD, gradsum::Buckets{});
+    auto theta = message.make_parameters();
+    seeded(theta);
+    run(message, theta, data, start, 9);
+    CHECK(same_bytes(to_host(twins.theta_whole), to_host(theta)));
+  }
   // The replicated run moved away from the start: the comparison means something.
   auto theta_start = twins.whole.make_parameters();
   seeded(theta_start);
@@ -252,6 +268,33 @@ TEST_CASE("MPI: sharding refused alike on every rank: ranks that disagree, an L-
   auto step = softmax_step<Space>(gradsum::Adam{0.05}, true);
   auto theta = step.make_parameters();
   CHECK(run(step, theta, data, {}, 2).step == 2);
+}
+
+TEST_CASE("MPI: a sharded training step receives the summed gradient of its block alone") {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  const auto data = softmax_data<Space>();
+  Twins<Space, gradsum::Adam> twins(gradsum::Adam{0.05});
+  gradsum::MiniBatchSampler<Space::memory_space> sampler(data.num_samples(), 7, 5);
+  const auto rows = sampler.batch(0, mpi_size(), mpi_rank());
+  // The replicated step's gradient of J at the seeded parameters.
+  const auto whole = twins.whole.evaluate(twins.theta_whole, data, rows);
+  const auto g_whole = to_host(twins.whole.gradient());
+  // A training step, reduce-scattered: its block holds the same bits, and
+  // the norm (gathered from every block's parts) is the same.
+  const auto trained = twins.sharded(twins.theta_sharded, data, rows);
+  CHECK(trained.gradient_norm == whole.gradient_norm);
+  CHECK(trained.loss == whole.loss);
+  const auto shard = twins.sharded.optimizer_shard();
+  const auto g_block = to_host(twins.sharded.gradient());
+  bool same = true;
+  for (auto j = shard.begin; j < shard.end; ++j)
+    same = same && g_block[std::size_t(j)] == g_whole[std::size_t(j)];
+  CHECK(same);
+  // evaluate() still sums the whole gradient on every rank.
+  seeded(twins.theta_sharded);
+  const auto evaluated = twins.sharded.evaluate(twins.theta_sharded, data, rows);
+  CHECK(evaluated.gradient_norm == whole.gradient_norm);
+  CHECK(same_bytes(to_host(twins.sharded.gradient()), g_whole));
 }
 
 TEST_CASE("MPI: a sharded MLP sent in buckets during its backward pass keeps the bytes") {

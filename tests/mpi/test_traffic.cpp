@@ -8,7 +8,9 @@
 // values sent) and on a link of no transfer time and one second of latency
 // (their seconds are the messages): the flat sum posts 2 (p - 1)/p n values
 // in 2 (p - 1) messages per rank, and each phase of the two-level sum what
-// its term in the model says.
+// its term in the model says; a sharded step's reduce-scatter of the
+// gradient and gather of the parameters (MPI_Allgatherv, counted too) post
+// the flat sum's values and messages together.
 
 #include "../test_helpers.hpp"
 #include "mpi_helpers.hpp"
@@ -30,6 +32,7 @@ struct Posted {
   std::int64_t gathered = 0, gathers = 0;     // MPI_Iallgatherv, to the other ranks
   std::int64_t sent = 0, sends = 0;           // MPI_Isend
   std::int64_t broadcast = 0, broadcasts = 0; // MPI_Ibcast, as the root
+  std::int64_t blocks = 0, block_gathers = 0;  // MPI_Allgatherv (blocking), to the other ranks
 };
 
 Posted& posted() {
@@ -41,6 +44,19 @@ int rank_in(MPI_Comm comm) {
   int r = 0;
   PMPI_Comm_rank(comm, &r);
   return r;
+}
+
+// Counts a gather's values to the other ranks (this rank's block, once to
+// each) and its messages.
+void count_gather(const void* sendbuf, int sendcount, const int recvcounts[], MPI_Comm comm,
+                  std::int64_t& values, std::int64_t& messages) {
+  int size = 1;
+  PMPI_Comm_size(comm, &size);
+  const int mine = sendbuf == MPI_IN_PLACE ? recvcounts[rank_in(comm)] : sendcount;
+  if (mine > 0) {
+    values += std::int64_t(mine) * (size - 1);
+    messages += size - 1;
+  }
 }
 
 }  // namespace traffic_test
@@ -66,15 +82,19 @@ int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispl
 int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                     MPI_Comm comm, MPI_Request* request) {
-  int size = 1;
-  PMPI_Comm_size(comm, &size);
-  const int mine = sendbuf == MPI_IN_PLACE ? recvcounts[traffic_test::rank_in(comm)] : sendcount;
-  if (mine > 0) {
-    traffic_test::posted().gathered += std::int64_t(mine) * (size - 1);
-    traffic_test::posted().gathers += size - 1;
-  }
+  traffic_test::count_gather(sendbuf, sendcount, recvcounts, comm, traffic_test::posted().gathered,
+                             traffic_test::posted().gathers);
   return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                           comm, request);
+}
+
+int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  traffic_test::count_gather(sendbuf, sendcount, recvcounts, comm, traffic_test::posted().blocks,
+                             traffic_test::posted().block_gathers);
+  return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                         comm);
 }
 
 int MPI_Isend(const void* buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
@@ -165,4 +185,44 @@ TEST_CASE("MPI traffic: each phase of the two-level sum posts what the step mode
     // per element of the bucket.
     if (nodes > 1) CHECK(in_values.hop == double(n) / per_node);
   }
+}
+
+TEST_CASE("MPI traffic: a sharded step's reduce-scatter and gather post what the flat sum does") {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  const int p = mpi_size(), me = mpi_rank();
+  gradsum::Allreduce sum(MPI_COMM_WORLD);
+  sum.shard_optimizer();
+  sum.allocate<double, Space::memory_space>(n);
+  CHECK(sum.reduce_scatters() == (p > 1));
+  const auto shard = sum.optimizer_shard(n);
+  Kokkos::View<double*, Space::memory_space> x("traffic_test::x", n);
+  Kokkos::deep_copy(x, double(me + 1));
+  posted() = Posted{};
+  sum.reduce_scatter_next(n);
+  sum.aggregate(Space(), x);
+  const Posted scattered = posted();
+  // The sums, 1 + 2 + … + p, on this rank's block alone; its own values
+  // elsewhere.
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
+  bool right = true;
+  for (std::int64_t j = 0; j < n; ++j)
+    right = right && host(j) == (j >= shard.begin && j < shard.end ? p * (p + 1) / 2.0 : me + 1.0);
+  CHECK(right);
+  // Every rank's block of the parameters gathered to every rank.
+  Kokkos::View<double*, Space::memory_space> theta("traffic_test::theta", n);
+  Kokkos::deep_copy(Kokkos::subview(theta, Kokkos::make_pair(shard.begin, shard.end)),
+                    double(me + 1));
+  posted() = Posted{};
+  sum.gather_shards(Space(), theta);
+  const Posted gathered = posted();
+  auto host_theta = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), theta);
+  CHECK(host_theta(0) == 1.0);
+  CHECK(host_theta(n - 1) == double(p));
+  const double values = gradsum::plan::reduce_scatter_allgather_seconds(values_link, n, p);
+  const double messages = gradsum::plan::reduce_scatter_allgather_seconds(messages_link, n, p);
+  CHECK(double(scattered.exchanged + gathered.blocks) == values);
+  CHECK(double(scattered.exchanges + gathered.block_gathers) == std::round(messages));
+  CHECK(scattered.exchanged == gathered.blocks);  // half each way
+  CHECK(scattered.gathered == 0);
+  CHECK(gathered.exchanged == 0);
 }

@@ -131,16 +131,37 @@ class Allreduce {
   /// Shards the optimizer state over the ranks (ZeRO stage 1): a step with
   /// an elementwise optimizer keeps the state of its block of the
   /// parameters alone (optimizer_shard()), updates that block and copies
-  /// every rank's block to every rank (gather_shards()). The gradient is
-  /// still summed whole on every rank, so the parameters are the same bits
-  /// as without sharding. Every rank sets the same value before the step is
-  /// built (its constructor compares them). Returns *this.
+  /// every rank's block to every rank (gather_shards()). Its training steps
+  /// reduce-scatter the gradient where the sum is flat
+  /// (reduce_scatter_next()): each rank receives the sums of its block
+  /// alone. Sums then go through gradsum's rank-order engine even without
+  /// buckets (mpi/buckets.hpp), so the parameters are the bits of a
+  /// replicated run that sums in rank order. Every rank sets the same value
+  /// before the step is built (its constructor compares them). Returns
+  /// *this.
   Allreduce& shard_optimizer(bool on = true) {
     shard_optimizer_ = on;
     return *this;
   }
   /// Whether the optimizer state is sharded (shard_optimizer()).
   bool shards_optimizer() const { return shard_optimizer_; }
+  /// Whether reduce_scatter_next() leaves each rank its block alone: the
+  /// state is sharded over more than one rank and the sum is flat (a
+  /// two-level sum sums the whole buffer on every rank instead).
+  bool reduce_scatters() const {
+    return shard_optimizer_ && size() > 1 && (!bucketed_ || bucketed_->nodes.lanes().nodes == 1);
+  }
+  /// The next aggregate() or overlap() sums the first `gradient` values of
+  /// its buffer onto their owners alone, as a reduce-scatter: rank k holds
+  /// the sums of its block optimizer_shard(gradient) afterwards, and its
+  /// own values elsewhere; the values after them (a step's loss and
+  /// counts) are summed on every rank. Each rank sends and receives
+  /// (p - 1)/p of those values, half a rank-order allreduce. 0, or a sum
+  /// that is not reduce_scatters(), sums everything. Call it on every rank
+  /// alike; allocate() first.
+  void reduce_scatter_next(std::size_t gradient) {
+    scatter_ = reduce_scatters() && bucketed_ ? gradient : 0;
+  }
   /// The block of `num_parameters` values this rank updates: part rank()
   /// of partition(num_parameters, size(), ·) when sharding, else all.
   ParameterShard optimizer_shard(std::int64_t num_parameters) const {
@@ -170,6 +191,13 @@ class Allreduce {
     Kokkos::deep_copy(space, values, host);
     space.fence();
   }
+  /// Every rank's block [bounds[k], bounds[k + 1]) of the host array
+  /// `values` copied into every rank's, in place (bounds: size() + 1
+  /// offsets). Blocking; collective.
+  template <class Value>
+  void gather_blocks(Value* values, const std::vector<std::int64_t>& bounds) {
+    mpi::allgather_blocks(values, bounds, mpi::datatype<Value>(), comm_.get(), blocks_->round);
+  }
   /// This rank's block of a vector of `num_parameters` values (`mine`, on
   /// the host) collected into `all` on rank 0 (num_parameters values; not
   /// read elsewhere): a whole vector for a checkpoint. Blocking; collective.
@@ -192,6 +220,9 @@ class Allreduce {
     if (bucketed_ && !host_accessible) direct_ = false;
     if (!direct_ && staging_.size() < length * sizeof(Scalar))
       staging_.resize(length * sizeof(Scalar));
+    // A sharded step's sums go in rank order (reduce_scatter_next()).
+    if (shard_optimizer_ && !bucketed_)
+      bucketed_ = std::make_shared<mpi::detail::BucketedSums>(comm_, layout_);
     if (bucketed_) bucketed_->reserve<Scalar>(length, buckets_);
   }
 
@@ -204,6 +235,7 @@ class Allreduce {
       sum_in_buckets(space, buffer);
     else
       allreduce(space, buffer, MPI_SUM);
+    scatter_ = 0;
   }
 
   /// Whether overlap() can send a buffer like `View`'s while the backward
@@ -366,14 +398,25 @@ class Allreduce {
       data = staged.data();
     }
     auto& engine = bucketed_->template engine<Value>();
-    Value* room = bucketed_->template prepare<Value>(n, n, buckets_);
+    const std::size_t gradient = scatter_ > 0 && scatter_ < n ? scatter_ : n;
+    Value* room = bucketed_->template prepare<Value>(n, gradient, buckets_);
     engine.begin(data, room, bucketed_->nodes.lanes());
-    for (const auto& range : bucketed_->plan) engine.start(range);
+    for (const auto& range : bucketed_->plan) start_bucket(engine, range);
     engine.finish();
     if constexpr (!host) {
       Kokkos::deep_copy(space, buffer, staged);
       space.fence();
     }
+  }
+
+  // Starts `range`, scattered onto the blocks' owners when it lies in the
+  // values reduce_scatter_next() named.
+  template <class Value>
+  void start_bucket(mpi::detail::RankOrderSum<Value>& engine, const mpi::detail::BucketRange& range) {
+    if (scatter_ > 0 && range.end <= scatter_)
+      engine.start_scattered(range, blocks(std::int64_t(scatter_)));
+    else
+      engine.start(range);
   }
 
   // Every rank's buckets (enabled or not), algorithm and ranks per node,
@@ -403,6 +446,7 @@ class Allreduce {
   Buckets buckets_;
   SumLayout layout_;
   bool shard_optimizer_ = false;
+  std::size_t scatter_ = 0;  // reduce_scatter_next(): the values summed at their owners
   struct Blocks {
     std::int64_t length = -1;
     std::vector<std::int64_t> bounds;
@@ -490,6 +534,7 @@ class Allreduce::Overlap final : public detail::BackwardListener {
     while (next_ < plan_.size()) send(plan_[next_++], false);
     engine_.finish();
     ++*owner_.calls_;
+    owner_.scatter_ = 0;
   }
 
  private:
@@ -499,7 +544,7 @@ class Allreduce::Overlap final : public detail::BackwardListener {
     if (check && !checked_)
       for (std::size_t j = range.begin; j < range.end; ++j)
         if (!is_finite(data_[j])) nonfinite_ = true;
-    engine_.start(range);
+    owner_.start_bucket(engine_, range);
   }
   void stop() {
     if (!listening_) return;

@@ -81,38 +81,36 @@ class RankOrderSum {
   /// receipt of the previous node's sums of this rank's slice). Buckets
   /// start in the same order on every rank.
   void start(BucketRange range) {
-    if (started_ == buckets_.size()) buckets_.emplace_back();
-    Bucket& k = buckets_[started_++];
-    k.range = range;
-    const Lanes& at = *lanes_;
-    const std::size_t local = std::size_t(at.local_size), columns = std::size_t(at.columns);
-    const std::size_t m = range.end - range.begin;
-    if (m + local > max_message_elements)
-      fail("gradsum::mpi: a bucket of ", m, " values on ", local, " ranks; expected fewer than ",
-           max_message_elements - local);
-    k.count.assign(local, 0);
-    k.displ.assign(local, 0);
+    Bucket& k = next_bucket(range);
+    const std::size_t local = std::size_t(lanes_->local_size);
+    const std::size_t columns = std::size_t(lanes_->columns), m = range.end - range.begin;
     std::size_t next = 0;
     for (std::size_t j = 0; j < local; ++j) {
       if (j < columns) k.count[j] = int(m / columns + (j < m % columns ? 1 : 0));
       k.displ[j] = int(next);
       next += std::size_t(k.count[j]);
     }
-    const int mine = k.count[std::size_t(at.local)];
-    k.from_count.assign(local, mine);
-    k.from_displ.resize(local);
-    for (std::size_t r = 0; r < local; ++r) k.from_displ[r] = int(r) * mine;
-    k.scratch = scratch_ + scratch_used_;
-    k.sum = k.scratch + local * std::size_t(mine);
-    scratch_used_ += (local + 1) * std::size_t(mine);
-    k.phase = Phase::exchanging;
-    check(MPI_Ialltoallv(data_ + range.begin, k.count.data(), k.displ.data(), datatype<Scalar>(),
-                         k.scratch, k.from_count.data(), k.from_displ.data(), datatype<Scalar>(),
-                         at.exchange, &k.exchange),
-          "MPI_Ialltoallv");
-    if (mine > 0 && at.node > 0)
-      check(MPI_Irecv(k.sum, mine, datatype<Scalar>(), at.node - 1, 0, at.column, &k.prefix),
-            "MPI_Irecv");
+    exchange(k);
+  }
+
+  /// Starts the bucket [b, e) as a reduce-scatter: rank j receives the
+  /// bucket's values that lie in its block [owners[j], owners[j + 1]) and
+  /// adds them in rank order, and nothing is gathered: after finish() each
+  /// rank holds the sums of its block's values alone (elsewhere its own
+  /// values). Flat sums only (one node).
+  void start_scattered(BucketRange range, const std::vector<std::int64_t>& owners) {
+    if (lanes_->nodes != 1 || owners.size() != std::size_t(lanes_->local_size) + 1)
+      fail("gradsum::mpi: a reduce-scatter needs a flat sum and one block per rank");
+    Bucket& k = next_bucket(range);
+    k.scattered = true;
+    const auto b0 = std::int64_t(range.begin), e0 = std::int64_t(range.end);
+    for (std::size_t j = 0; j + 1 < owners.size(); ++j) {
+      const std::int64_t b = owners[j] > b0 ? owners[j] : b0;
+      const std::int64_t e = owners[j + 1] < e0 ? owners[j + 1] : e0;
+      k.count[j] = e > b ? int(e - b) : 0;
+      k.displ[j] = e > b ? int(b - b0) : 0;
+    }
+    exchange(k);
   }
 
   /// Moves the started buckets on without waiting.
@@ -160,7 +158,45 @@ class RankOrderSum {
     std::vector<int> count, displ, from_count, from_displ;
     Scalar* scratch = nullptr;  // the slice from each rank of the node
     Scalar* sum = nullptr;      // the previous node's sums, then this node's
+    bool scattered = false;     // start_scattered(): summed at its owners alone
   };
+
+  // The next bucket's record, for [b, e): counts and displacements zero.
+  Bucket& next_bucket(BucketRange range) {
+    if (started_ == buckets_.size()) buckets_.emplace_back();
+    Bucket& k = buckets_[started_++];
+    k.range = range;
+    k.scattered = false;
+    const std::size_t local = std::size_t(lanes_->local_size), m = range.end - range.begin;
+    if (m + local > max_message_elements)
+      fail("gradsum::mpi: a bucket of ", m, " values on ", local, " ranks; expected fewer than ",
+           max_message_elements - local);
+    k.count.assign(local, 0);
+    k.displ.assign(local, 0);
+    return k;
+  }
+
+  // Starts the exchange of `k` as its counts and displacements say (and
+  // the receipt of the previous node's sums of this rank's slice).
+  void exchange(Bucket& k) {
+    const Lanes& at = *lanes_;
+    const std::size_t local = std::size_t(at.local_size);
+    const int mine = k.count[std::size_t(at.local)];
+    k.from_count.assign(local, mine);
+    k.from_displ.resize(local);
+    for (std::size_t r = 0; r < local; ++r) k.from_displ[r] = int(r) * mine;
+    k.scratch = scratch_ + scratch_used_;
+    k.sum = k.scratch + local * std::size_t(mine);
+    scratch_used_ += (local + 1) * std::size_t(mine);
+    k.phase = Phase::exchanging;
+    check(MPI_Ialltoallv(data_ + k.range.begin, k.count.data(), k.displ.data(), datatype<Scalar>(),
+                         k.scratch, k.from_count.data(), k.from_displ.data(), datatype<Scalar>(),
+                         at.exchange, &k.exchange),
+          "MPI_Ialltoallv");
+    if (mine > 0 && at.node > 0)
+      check(MPI_Irecv(k.sum, mine, datatype<Scalar>(), at.node - 1, 0, at.column, &k.prefix),
+            "MPI_Irecv");
+  }
 
   // In bucket order: folds the exchanged buckets whose previous sums have
   // come, passes them on and starts their broadcast; starts the gathers of
@@ -173,6 +209,10 @@ class RankOrderSum {
     while (gathered_ < folded_ && buckets_[gathered_].phase == Phase::broadcasting &&
            buckets_[gathered_].broadcast == MPI_REQUEST_NULL) {
       Bucket& k = buckets_[gathered_++];
+      if (k.scattered) {
+        k.phase = Phase::done;
+        continue;
+      }
       k.phase = Phase::gathering;
       check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data_ + k.range.begin,
                             k.count.data(), k.displ.data(), datatype<Scalar>(), lanes_->gather,

@@ -95,6 +95,19 @@ class RobustAllreduce {
   ParameterShard optimizer_shard(std::int64_t num_parameters) const {
     return sum_.optimizer_shard(num_parameters);
   }
+  /// Whether a sharded step's gradient is reduce-scattered: the plain-sum
+  /// rule and Allreduce::reduce_scatters (a robust rule combines whole
+  /// buffers).
+  bool reduce_scatters() const { return !robust() && sum_.reduce_scatters(); }
+  /// The next sum reduce-scattered (Allreduce::reduce_scatter_next), under
+  /// the plain-sum rule.
+  void reduce_scatter_next(std::size_t gradient) { sum_.reduce_scatter_next(robust() ? 0 : gradient); }
+  /// Every rank's block of a host array copied to every rank
+  /// (Allreduce::gather_blocks).
+  template <class Value>
+  void gather_blocks(Value* values, const std::vector<std::int64_t>& bounds) {
+    sum_.gather_blocks(values, bounds);
+  }
   /// Every rank's block copied to every rank (Allreduce::gather_shards).
   template <class ExecutionSpace, class View>
   void gather_shards(const ExecutionSpace& space, const View& values) {

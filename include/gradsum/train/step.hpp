@@ -24,6 +24,7 @@
 #include <gradsum/train/detail/nonfinite.hpp>
 #include <gradsum/train/detail/objective_gradient.hpp>
 #include <gradsum/train/detail/optimizer_shards.hpp>
+#include <gradsum/train/detail/ordered_norms.hpp>
 #include <gradsum/train/detail/reduction_workers.hpp>
 #include <gradsum/train/detail/step_checks.hpp>
 #include <gradsum/train/detail/step_message.hpp>
@@ -116,6 +117,7 @@ class Step {
     host_vector_ = Kokkos::View<Scalar*, Kokkos::HostSpace>("gradsum::step::host_vector",
                                                             std::size_t(P));
     shard_ = detail::optimizer_shard(aggregation_, P);
+    norms_ = Norms(P, aggregation_.size(), Norms::template part_size<ExecutionSpace>());
     state_ = state_view("gradsum::step::optimizer_state",
                         std::size_t(optimizer_.state_size(P)), std::size_t(shard_.size()));
     size_message();
@@ -228,7 +230,14 @@ class Step {
   /// Blocking; collective.
   template <class Theta, class Data, class Rows>
   StepResult operator()(const Theta& theta, const Data& data, const Rows& rows) {
-    const StepResult result = evaluate(theta, data, rows);
+    const StepResult result = [&] {
+      struct Scatter {  // evaluate() as a reduce-scatter, even if it throws
+        bool& flag;
+        Scatter(bool& f, bool on) : flag(f) { flag = on; }
+        ~Scatter() { flag = false; }
+      } scatter(scatter_, scatters_gradient());
+      return evaluate(theta, data, rows);
+    }();
     if (result.skipped) {
       ++skipped_;
       return result;
@@ -330,13 +339,34 @@ class Step {
     size_message();
   }
 
-  /// The gradient of J from the last evaluation (length P).
+  /// The gradient of J from the last evaluation (length P). After a
+  /// training step that reduce-scattered it (scatters_gradient()), only
+  /// this rank's block optimizer_shard() holds the gradient of J (clipped
+  /// there when the optimizer clips); evaluate() always gives all of it.
   parameters_view gradient() const { return gradient_view_; }
   /// The summed gradient (P values), then the summed loss, the sample
   /// count and the number of failed workers (0), from the last
-  /// evaluation, over every worker. Counts are exact up to 2^53 samples in
-  /// double and 2^24 in float.
+  /// evaluation, over every worker (after a training step that
+  /// reduce-scattered the gradient, its sums on this rank's block alone).
+  /// Counts are exact up to 2^53 samples in double and 2^24 in float.
   parameters_view sums() const { return message_.sums(); }
+  /// Whether a training step (operator()) reduce-scatters the gradient
+  /// (ZeRO stage 1 as published): the aggregation shards the optimizer
+  /// state over more than one rank and offers it (Allreduce with a flat
+  /// sum), the optimizer is elementwise, the workers' sums are rounded sums
+  /// (Sum, Compensated; not Reproducible's integer sums) and no worker
+  /// statistics are measured. Each rank then receives the sums of its block alone and
+  /// finalizes it; the norms come from parts of fixed blocks
+  /// (train/detail/ordered_norms.hpp), so the parameters are the bits of
+  /// the step that sums everything in rank order.
+  bool scatters_gradient() const {
+    if constexpr (detail::has_reduce_scatter<Aggregation>::value &&
+                  detail::is_elementwise<Optimizer>::value)
+      return aggregation_.reduce_scatters() && shard_.partial(num_parameters()) &&
+             workers_.adds_rounded_sums() && local_.watch().parts() == 0;
+    else
+      return false;
+  }
 
   const ExecutionSpace& space() const { return space_; }
   const Model& model() const { return model_; }
@@ -386,8 +416,17 @@ class Step {
     auto put = [&](const auto& message) { local_.watch().put(message); };
     // The count the mean divides by: loss terms, rows x positions per row.
     const std::int64_t count = rows.size() * detail::positions_per_row(model_);
-    return workers_.sum(space_, reduction_, aggregation_,
-                        detail::local_part(ok, count, sum, put, local_.one_pass(rows)), message_);
+    const auto local = detail::local_part(ok, count, sum, put, local_.one_pass(rows));
+    if constexpr (detail::has_reduce_scatter<Aggregation>::value) {
+      struct Scatter {  // the next sum scattered, even if it throws
+        Aggregation& aggregation;
+        Scatter(Aggregation& a, std::size_t n) : aggregation(a) { a.reduce_scatter_next(n); }
+        ~Scatter() { aggregation.reduce_scatter_next(0); }
+      } scatter(aggregation_, scatter_ ? std::size_t(num_parameters()) : 0);
+      return workers_.sum(space_, reduction_, aggregation_, local, message_);
+    } else {
+      return workers_.sum(space_, reduction_, aggregation_, local, message_);
+    }
   }
 
   // The gradient policy's sums over `part` into `sums` (by `target`, a
@@ -417,9 +456,17 @@ class Step {
     const Functor finalize{2, detail::regularization_of(model_), message_.sums(), theta,
                            gradient_view_, Scalar(scale),
                            Scalar(objective_.l2)};
-    // With the Reproducible reduction the norms too are the same bits
-    // whatever the thread count.
-    workers_.reduce_two(space_, reduction_, "gradsum::step::finalize", P, finalize, norms);
+    // The norms: over this rank's block alone after a reduce-scatter, the
+    // other blocks' parts gathered (train/detail/ordered_norms.hpp).
+    const auto gather = [&](const Norms& parts) {
+      if constexpr (detail::has_reduce_scatter<Aggregation>::value)
+        if (scatter_) aggregation_.gather_blocks(parts.host_parts(), parts.block_bounds());
+      (void)parts;
+    };
+    const int rank = aggregation_.rank();
+    workers_.reduce_two(space_, reduction_, "gradsum::step::finalize", P, finalize, norms_,
+                        scatter_ ? rank : 0, scatter_ ? rank + 1 : aggregation_.size(), gather,
+                        norms);
     StepResult result;
     result.loss = double(message_.slot(Slot::loss)) * scale + objective_.l2 / 2 * double(norms(1));
     result.gradient_norm = std::sqrt(double(norms(0)));
@@ -481,6 +528,8 @@ class Step {
   parameters_view gradient_view_;
   parameters_view work_;  // the gradient policy's workspace
   Kokkos::View<Scalar[2], Kokkos::HostSpace> host_norms_;
+  using Norms = detail::OrderedNorms<Scalar, memory_space>;
+  Norms norms_;  // the finalizing pass's norms, in a fixed order of parts
   Kokkos::View<Scalar*, Kokkos::HostSpace> host_vector_;
   state_view state_;
   ParameterShard shard_;
@@ -490,6 +539,7 @@ class Step {
   detail::DataCheck check_data_;
   std::int64_t skipped_ = 0;
   bool loss_only_ = false;  // evaluate_loss() is running
+  bool scatter_ = false;    // operator()'s evaluate() reduce-scatters (scatters_gradient())
 };
 
 /// Builds a Step, deducing the policy types from the arguments:

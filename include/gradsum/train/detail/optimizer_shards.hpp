@@ -3,17 +3,20 @@
 
 // How a step asks its aggregation for sharded optimizer state (ZeRO stage
 // 1): aggregations that offer it (Allreduce::shard_optimizer) provide
-// optimizer_shard(P), gather_shards(space, view) and collect_shards(…);
-// the others update every parameter on every worker.
+// optimizer_shard(P), gather_shards(space, view) and collect_shards(…),
+// and may reduce-scatter the gradient (reduce_scatter_next); the others
+// update every parameter on every worker.
 
 #include <gradsum/core/shards.hpp>
 #include <gradsum/core/error.hpp>
 #include <gradsum/optimizer/detail/checks.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace gradsum {
 namespace detail {
@@ -24,6 +27,18 @@ template <class A>
 struct has_optimizer_shards<
     A, std::void_t<decltype(std::declval<const A&>().optimizer_shard(std::int64_t(1))),
                    decltype(bool(std::declval<const A&>().shards_optimizer()))>>
+    : std::true_type {};
+
+/// Whether `A` can reduce-scatter a step's gradient onto the blocks'
+/// owners (Allreduce::reduce_scatter_next) and gather host blocks.
+template <class A, class = void>
+struct has_reduce_scatter : std::false_type {};
+template <class A>
+struct has_reduce_scatter<
+    A, std::void_t<decltype(bool(std::declval<const A&>().reduce_scatters())),
+                   decltype(std::declval<A&>().reduce_scatter_next(std::size_t(1))),
+                   decltype(std::declval<A&>().gather_blocks(
+                       static_cast<double*>(nullptr), std::declval<const std::vector<std::int64_t>&>()))>>
     : std::true_type {};
 
 /// The parameters whose optimizer state this worker keeps: the

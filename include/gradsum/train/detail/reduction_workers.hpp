@@ -16,6 +16,7 @@
 #include <gradsum/reduction/detail/binned_sum.hpp>
 #include <gradsum/reduction/detail/cross_rank.hpp>
 #include <gradsum/train/detail/nonfinite.hpp>
+#include <gradsum/train/detail/ordered_norms.hpp>
 #include <gradsum/train/detail/step_message.hpp>
 
 #include <cstddef>
@@ -96,6 +97,19 @@ bool sum_plainly(const Space& space, const Reduction& reduction, Aggregation& ag
   ScopedRegion region("gradsum::step::aggregate");
   aggregate_leading(aggregation, space, message.sums(), P, P + int(StepSlot::count));
   return nonfinite;
+}
+
+/// The finalizing pass's two sums of body(j, acc) over the blocks [first,
+/// last) of `parts` (ordered_norms.hpp), the other blocks' parts brought by
+/// gather(parts) (nothing to bring unless the step reduce-scattered), in
+/// their fixed order into the host array `out`. Blocking.
+template <class Space, class Body, class Parts, class Gather, class HostOut>
+void ordered_two(const Space& space, const std::string& label, const Body& body,
+                 const Parts& parts, int first, int last, const Gather& gather,
+                 const HostOut& out) {
+  parts.sum_blocks(space, label, first, last, body);
+  gather(parts);
+  parts.totals(out);
 }
 
 /// What a step keeps for a binned reduction (Reproducible, and
@@ -189,12 +203,22 @@ class BinnedWorkers {
     round_binned(space, work_, width, out);
   }
 
-  /// The binned sums of body(j, acc) over j < n, two values, into the host
-  /// array `out` (a step's norms: the same bits whatever the thread
-  /// count). Blocking.
-  template <class Space, class Reduction, class Body, class HostOut>
+  /// Whether the workers' sums are rounded sums added as they are (the
+  /// reduction does not bin now), which a sharded step may reduce-scatter.
+  bool adds_rounded_sums() const { return !bins_; }
+
+  /// The sums of body(j, acc) over j < n, two values, into the host array
+  /// `out` (a step's norms): binned while the reduction bins (the same bits
+  /// whatever the thread count; every block, first = 0 and last = all),
+  /// else ordered_two.
+  template <class Space, class Reduction, class Body, class Parts, class Gather, class HostOut>
   void reduce_two(const Space& space, const Reduction& reduction, const std::string& label,
-                  int n, const Body& body, const HostOut& out) const {
+                  int n, const Body& body, const Parts& parts, int first, int last,
+                  const Gather& gather, const HostOut& out) const {
+    if (!bins_) {
+      ordered_two(space, label, body, parts, first, last, gather, out);
+      return;
+    }
     reduction.template reduce_bins<Scalar>(space, label, n, 2, body, work_);
     Kokkos::deep_copy(space, host_, Kokkos::subview(work_, Kokkos::make_pair(std::size_t(0),
                                                                              host_.extent(0))));
@@ -210,35 +234,6 @@ class BinnedWorkers {
   Kokkos::View<std::int64_t*, Kokkos::HostSpace> host_;
 };
 
-/// body(j, acc) over `chunk` consecutive j per kernel index, for CPU
-/// threads: the chunk's two sums stay in registers (a body that stores,
-/// as the finalizing pass stores the gradient, would otherwise load and
-/// store the thread's sums in memory at every j), then add into acc.
-template <class Body>
-struct TwoSumsInChunks {
-  using value_type = typename Body::value_type;
-  using size_type = int;
-  using scalar = std::remove_extent_t<value_type>;
-  static constexpr int chunk = 512;
-  int value_count = 2;
-  Body body;
-  int n;
-  static int chunks(int n) { return int((std::int64_t(n) + chunk - 1) / chunk); }
-  KOKKOS_FUNCTION void operator()(int c, scalar* acc) const {
-    scalar local[2] = {0, 0};
-    const std::int64_t begin = std::int64_t(c) * chunk;
-    const int end = begin + chunk < n ? int(begin + chunk) : n;
-    for (int j = int(begin); j < end; ++j) body(j, local);
-    acc[0] += local[0];
-    acc[1] += local[1];
-  }
-  KOKKOS_FUNCTION void init(scalar* acc) const { acc[0] = acc[1] = 0; }
-  KOKKOS_FUNCTION void join(scalar* dst, const scalar* src) const {
-    dst[0] += src[0];
-    dst[1] += src[1];
-  }
-};
-
 /// What a step keeps for a reduction whose sums the aggregation adds as
 /// they are (Sum, Compensated): nothing; it sums plainly.
 template <class Scalar, class Memory>
@@ -247,6 +242,7 @@ struct PlainWorkers {
   template <class Reduction, class Gradient, class Aggregation>
   PlainWorkers(const Reduction&, const Gradient&, Aggregation&, int) {}
   bool rounds_each_worker() const { return true; }
+  bool adds_rounded_sums() const { return true; }
   void reserve(std::size_t) {}
   template <class Space, class Reduction, class Aggregation, class Local, class Message>
   bool sum(const Space& space, const Reduction& reduction, Aggregation& aggregation,
@@ -258,16 +254,12 @@ struct PlainWorkers {
               std::int64_t n, int width, const Body& body, const Out& out) const {
     reduction.reduce(space, label, n, width, body, out);
   }
-  template <class Space, class Reduction, class Body, class HostOut>
-  void reduce_two(const Space& space, const Reduction&, const std::string& label, int n,
-                  const Body& body, const HostOut& out) const {
-    if constexpr (Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible) {
-      using Chunks = TwoSumsInChunks<Body>;
-      Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Space>(space, 0, Chunks::chunks(n)),
-                              Chunks{2, body, n}, out);
-    } else {
-      Kokkos::parallel_reduce(label, Kokkos::RangePolicy<Space>(space, 0, n), body, out);
-    }
+  /// ordered_two (see BinnedWorkers::reduce_two).
+  template <class Space, class Reduction, class Body, class Parts, class Gather, class HostOut>
+  void reduce_two(const Space& space, const Reduction&, const std::string& label, int,
+                  const Body& body, const Parts& parts, int first, int last, const Gather& gather,
+                  const HostOut& out) const {
+    ordered_two(space, label, body, parts, first, last, gather, out);
   }
 };
 
