@@ -203,6 +203,12 @@ TEST_CASE("MPI: each rank keeps the optimizer state of its block of the paramete
   if (r == 0) CHECK(shard.begin == 0);
   if (r + 1 < p) CHECK(begin_of_next == next);
   else CHECK(shard.end == P);
+  // One parameter on several ranks: rank 0's block is all of it, yet every
+  // rank counts its block as a part, so that all take the sharded step's
+  // collectives (the update's gather, the checkpoint's collection).
+  gradsum::Allreduce sum(MPI_COMM_WORLD);
+  sum.shard_optimizer();
+  CHECK(sum.optimizer_shard(1).partial(1) == (p > 1));
 }
 
 TEST_CASE("MPI: a sharded checkpoint holds the whole state and resumes on fewer ranks") {

@@ -16,11 +16,17 @@ namespace gradsum {
 struct ParameterShard {
   std::int64_t begin = 0;
   std::int64_t end = 0;
+  /// Whether the state is split over several ranks: true on every one of
+  /// them, even where a rank's block happens to be all of the parameters
+  /// (one parameter on two ranks), so that every rank takes the same
+  /// collective path.
+  bool split = false;
   /// Number of parameters in the block.
   std::int64_t size() const { return end - begin; }
-  /// Whether the block is a part of `num_parameters` rather than all of them.
+  /// Whether the block is a part of `num_parameters` rather than all of
+  /// them, or split over the ranks; the same on every rank of a split.
   bool partial(std::int64_t num_parameters) const {
-    return begin != 0 || end != num_parameters;
+    return split || begin != 0 || end != num_parameters;
   }
 };
 

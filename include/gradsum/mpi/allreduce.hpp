@@ -164,9 +164,9 @@ class Allreduce {
   /// The block of `num_parameters` values this rank updates: part rank()
   /// of partition(num_parameters, size(), ·) when sharding, else all.
   ParameterShard optimizer_shard(std::int64_t num_parameters) const {
-    if (!shard_optimizer_) return ParameterShard{0, num_parameters};
+    if (!shard_optimizer_) return ParameterShard{0, num_parameters, false};
     const RowRange part = partition(num_parameters, size(), rank());
-    return ParameterShard{part.begin, part.end};
+    return ParameterShard{part.begin, part.end, size() > 1};
   }
   /// Every rank's block (optimizer_shard()) of the vector `values` copied
   /// into every rank's `values`, in place; through the host staging buffer

@@ -48,7 +48,7 @@ ParameterShard optimizer_shard(const Aggregation& aggregation, std::int64_t num_
   if constexpr (has_optimizer_shards<Aggregation>::value)
     return aggregation.optimizer_shard(num_parameters);
   else
-    return ParameterShard{0, num_parameters};
+    return ParameterShard{0, num_parameters, false};
 }
 
 /// Empty, or why `optimizer` cannot run on a shard of the parameters
