@@ -355,10 +355,10 @@ class Step {
   /// state over more than one rank and offers it (Allreduce with a flat
   /// sum), the optimizer is elementwise, the workers' sums are rounded sums
   /// (Sum, Compensated; not Reproducible's integer sums) and no worker
-  /// statistics are measured. Each rank then receives the sums of its block alone and
-  /// finalizes it; the norms come from parts of fixed blocks
-  /// (train/detail/ordered_norms.hpp), so the parameters are the bits of
-  /// the step that sums everything in rank order.
+  /// statistics are measured. Each rank then receives the sums of its
+  /// block alone and finalizes it; the norms come from parts of fixed
+  /// blocks (train/detail/ordered_norms.hpp), so the parameters are the
+  /// bits of the step that sums everything in rank order.
   bool scatters_gradient() const {
     if constexpr (detail::has_reduce_scatter<Aggregation>::value &&
                   detail::is_elementwise<Optimizer>::value)
