@@ -2,13 +2,15 @@
 // Dense and ActivationLayer alone: backward against central differences
 // (every activation, with and without bias, widths 1, odd and over 64,
 // panels of 1 and an odd number of rows), forward against a host loop,
-// GELU's tanh form against its formula's values, and the errors (MLP
-// refuses gelu, bad widths and panel shapes).
+// GELU's tanh form against its formula's values, the errors (MLP
+// refuses gelu, bad widths and panel shapes), and Dense's report that its
+// gradient is final before the product for din.
 
 #include "layer_check.hpp"
 #include "test_helpers.hpp"
 
 #include <gradsum/model/layers/activation_layer.hpp>
+#include <gradsum/model/detail/backward_progress.hpp>
 #include <gradsum/model/layers/dense.hpp>
 
 #include <cmath>
@@ -285,3 +287,58 @@ TEST_CASE_TEMPLATE_DEFINE("layer dense: the same bits as Serial on host spaces",
 #endif
 }
 TEST_CASE_TEMPLATE_APPLY(dense_same_bits, gradsum_test::Spaces);
+
+// What a listener sees at each report: where the final part begins, and
+// g and din as they are then (the space fenced first, as a bucketed sum
+// does before it reads).
+template <class Space>
+struct DenseTestWatch final : gradsum::detail::BackwardListener {
+  using Vector = Kokkos::View<double*, typename Space::memory_space>;
+  Vector g, din;
+  std::vector<const void*> from;
+  std::vector<std::vector<double>> g_then, din_then;
+  DenseTestWatch(Vector g_, Vector din_) : g(g_), din(din_) {}
+  void final_from(const void* first) override {
+    Space().fence();
+    from.push_back(first);
+    g_then.push_back(gradsum_test::detail::to_host(g));
+    din_then.push_back(gradsum_test::detail::to_host(din));
+  }
+};
+
+// A bucketed sum starts sending a layer's gradient when it is reported
+// final: Dense reports it once dW and db are added, before the product
+// for din, which then still holds what it held; the values reported are
+// the ones the backward pass ends with. Without din it leaves the report
+// to its composition.
+TEST_CASE_TEMPLATE_DEFINE("layer dense: the gradient is reported final before din's product",
+                          Space, dense_reports_final) {
+  for (bool with_din : {true, false}) {
+    INFO("din " << with_din);
+    const Dense layer(5, 7, Activation::tanh);
+    gradsum_test::detail::LayerRun<Space, Dense> run(layer, Tokens{3, 4});
+    const std::size_t rows = std::size_t(run.t.rows());
+    gradsum_test::detail::from_host(
+        run.theta, gradsum_test::random_vector(std::size_t(layer.num_parameters()), 3));
+    gradsum_test::detail::from_host(run.in, gradsum_test::random_vector(rows * 5, 4));
+    gradsum_test::detail::from_host(run.dout, gradsum_test::random_vector(rows * 7, 5));
+    const std::vector<double> marked(rows * 5, 123.0);
+    gradsum_test::detail::from_host(run.din, marked);
+    run.forward();
+    DenseTestWatch<Space> watch(run.g, run.din);
+    {
+      const gradsum::detail::ScopedBackwardListener listening(&watch);
+      run.backward(with_din);
+    }
+    if (!with_din) {
+      CHECK(watch.from.empty());
+      continue;
+    }
+    REQUIRE(watch.from.size() == 1);
+    CHECK(watch.from[0] == static_cast<const void*>(run.g.data()));
+    CHECK(watch.g_then[0] == gradsum_test::detail::to_host(run.g));
+    CHECK(watch.din_then[0] == marked);
+    CHECK(gradsum_test::detail::to_host(run.din) != marked);
+  }
+}
+TEST_CASE_TEMPLATE_APPLY(dense_reports_final, gradsum_test::Spaces);

@@ -6,7 +6,9 @@
 /// final: a composition (Sequential, Repeated) reports, after each of its
 /// layers' backward, that every gradient entry from that layer's slice on
 /// is final (its parameters lie after the earlier layers', and the
-/// backward runs last layer first). The network path lets the reports of
+/// backward runs last layer first); a layer may report its own slice
+/// sooner, before work that no longer changes it (Dense, before the
+/// product for its input's gradient). The network path lets the reports of
 /// a step's last panel through (earlier panels still add); a bucketed
 /// aggregation (mpi/allreduce.hpp) listens to start sending the gradient
 /// while the backward pass runs. Reports come from the host thread that

@@ -18,6 +18,7 @@
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/linalg/gemm.hpp>
 #include <gradsum/model/activation.hpp>
+#include <gradsum/model/detail/backward_progress.hpp>
 #include <gradsum/model/layer.hpp>
 #include <gradsum/model/layers/detail/elementwise.hpp>
 
@@ -93,8 +94,9 @@ class Dense {
                             b);
   }
 
-  /// Adds dW and db into g, writes din = delta W unless din.data() is
-  /// null. Asynchronous.
+  /// Adds dW and db into g, then reports them final
+  /// (model/detail/backward_progress.hpp) and writes din = delta W, unless
+  /// din.data() is null. Asynchronous.
   template <class Space, class Scalar>
   void backward(const Space& space, const Scalar* theta, Tokens t,
                 LayerInput<Scalar, typename Space::memory_space> in,
@@ -127,8 +129,11 @@ class Dense {
       gemm(space, 'N', 'N', Scalar(1), CMatrix(ones, 1, rows), delta, Scalar(1),
            Matrix(g + weights(), 1, outputs_));
     }
-    if (din.data() != nullptr)
-      gemm(space, 'N', 'N', Scalar(1), delta, CMatrix(theta, outputs_, inputs_), Scalar(0), din);
+    if (din.data() == nullptr) return;
+    // The layer's slice is final now, before the product for din: a
+    // bucketed sum can start sending it while that product runs.
+    detail::report_final(g);
+    gemm(space, 'N', 'N', Scalar(1), delta, CMatrix(theta, outputs_, inputs_), Scalar(0), din);
   }
 
  private:
