@@ -5,10 +5,11 @@
 /// gemm(space, transa, transb, alpha, A, B, beta, C): the one matrix product
 /// gradsum calls, C = alpha op(A) op(B) + beta C on row-major (LayoutRight)
 /// Views. With Kokkos Kernels (GRADSUM_ENABLE_KOKKOS_KERNELS in config.hpp)
-/// it is KokkosBlas::gemm: the host BLAS on host spaces (on OpenMP with
-/// several threads, large products as one single-threaded BLAS call per
-/// thread over a slice of C's rows, and a row times a matrix as the BLAS's
-/// gemv: linalg/detail/host_blas.hpp), cuBLAS on Cuda.
+/// on a host space, when Kokkos Kernels has the BLAS library, it is that
+/// BLAS called directly (one call; on OpenMP with several threads, large
+/// products as one single-threaded call per thread over a slice of C's
+/// rows; a row times a matrix as the BLAS's gemv: linalg/detail/host_blas.hpp);
+/// otherwise KokkosBlas::gemm (cuBLAS on Cuda).
 /// Otherwise it is gradsum's own kernel (linalg/detail/tiled_gemm.hpp):
 /// register-blocked tiles on host spaces, team scratch tiles elsewhere.
 
@@ -82,7 +83,9 @@ void gemm(const ExecutionSpace& space, char transa, char transb,
     if (detail::blas_row_vector(space, ta, tb, alpha, A.data(), B.data(), ldb, beta, C.data(), M,
                                 N, K) ||
         detail::blas_row_slices(space, ta, tb, alpha, A.data(), lda, B.data(), ldb, beta,
-                                C.data(), std::int64_t(C.stride(0)), M, N, K))
+                                C.data(), std::int64_t(C.stride(0)), M, N, K) ||
+        detail::blas_one_call(space, ta, tb, alpha, A.data(), lda, B.data(), ldb, beta, C.data(),
+                              std::int64_t(C.stride(0)), M, N, K))
       return;
     const char ta_s[2] = {ta ? 'T' : 'N', '\0'}, tb_s[2] = {tb ? 'T' : 'N', '\0'};
 #if defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40100

@@ -2,9 +2,10 @@
 #pragma once
 
 /// @file
-/// Two ways gemm() calls the host BLAS itself (Kokkos Kernels' HostBlas,
-/// when Kokkos Kernels has the BLAS as a third-party library), where one
-/// KokkosBlas::gemm call is slow:
+/// How gemm() calls the host BLAS itself (Kokkos Kernels' HostBlas, when
+/// Kokkos Kernels has the BLAS as a third-party library): every product on
+/// a host space in float or double, as one call (blas_one_call) or in the
+/// two ways below where one call is slow:
 ///
 /// **Slices of rows.** On OpenMP, a large product cut into slices of C's
 /// rows, one per thread, each slice a single-threaded BLAS call. Measured
@@ -116,6 +117,36 @@ bool blas_row_slices(const ExecutionSpace& space, bool ta, bool tb, Scalar alpha
                                                    c + r0 * ldc, int(ldc));
         });
     space.fence();
+    Kokkos::Profiling::popRegion();
+    return true;
+  }
+#endif
+  (void)space, (void)ta, (void)tb, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb;
+  (void)beta, (void)c, (void)ldc, (void)M, (void)N, (void)K;
+  return false;
+}
+
+/// C = alpha op(A) op(B) + beta C as one call of the host BLAS, on host
+/// spaces, Scalar float or double: the call Kokkos Kernels makes through
+/// its BLAS library, made here so that every version makes it (4.x sends
+/// some shapes, a small C with a long inner dimension, to a kernel of its
+/// own whose sums depend on the thread count), and so that Serial and
+/// OpenMP make the same calls. Returns whether it did (false: the caller
+/// calls Kokkos Kernels). Blocks.
+template <class ExecutionSpace, class Scalar>
+bool blas_one_call(const ExecutionSpace& space, bool ta, bool tb, Scalar alpha, const Scalar* a,
+                   std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c,
+                   std::int64_t ldc, std::int64_t M, std::int64_t N, std::int64_t K) {
+#if defined(GRADSUM_HOST_BLAS)
+  if constexpr (Kokkos::SpaceAccessibility<ExecutionSpace, Kokkos::HostSpace>::accessible &&
+                (std::is_same<Scalar, float>::value || std::is_same<Scalar, double>::value)) {
+    if (std::max({M, N, K, lda, ldb, ldc}) > INT_MAX) return false;
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
+    space.fence();
+    Kokkos::Profiling::pushRegion("gradsum::gemm::blas_call");
+    KokkosBlas::Impl::HostBlas<Scalar>::gemm(tb ? 'T' : 'N', ta ? 'T' : 'N', int(N), int(M),
+                                             int(K), alpha, b, int(ldb), a, int(lda), beta, c,
+                                             int(ldc));
     Kokkos::Profiling::popRegion();
     return true;
   }
