@@ -84,6 +84,21 @@ inline bool blas_runs_alone_in_parallel_regions() {
   return true;
 }
 
+#if defined(GRADSUM_HOST_BLAS)
+/// Rows [r0, r1) of C = alpha op(A) op(B) + beta C (row-major, every size
+/// at most INT_MAX) as one call of the host BLAS: row-major C = op(A) op(B)
+/// is column-major C^T = op(B)^T op(A)^T, so the BLAS's first operand is B
+/// with B's transpose flag, its second op(A)'s rows r0..r1.
+template <class Scalar>
+void blas_gemm_rows(bool ta, bool tb, Scalar alpha, const Scalar* a, std::int64_t lda,
+                    const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c, std::int64_t ldc,
+                    std::int64_t r0, std::int64_t r1, std::int64_t N, std::int64_t K) {
+  KokkosBlas::Impl::HostBlas<Scalar>::gemm(tb ? 'T' : 'N', ta ? 'T' : 'N', int(N), int(r1 - r0),
+                                           int(K), alpha, b, int(ldb), ta ? a + r0 : a + r0 * lda,
+                                           int(lda), beta, c + r0 * ldc, int(ldc));
+}
+#endif
+
 /// C = alpha op(A) op(B) + beta C as slices of C's rows on Kokkos::OpenMP,
 /// when the space has more than one thread, the product at least
 /// blas_slice_min_work multiply-adds and two slices of blas_slice_rows, and
@@ -102,19 +117,13 @@ bool blas_row_slices(const ExecutionSpace& space, bool ta, bool tb, Scalar alpha
         double(M) * double(N) * double(K) < double(blas_slice_min_work) ||
         !blas_runs_alone_in_parallel_regions())
       return false;
-    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
-    // BLAS's first operand is B with B's transpose flag, its second A.
-    const char tb_blas = tb ? 'T' : 'N', ta_blas = ta ? 'T' : 'N';
     Kokkos::Profiling::pushRegion("gradsum::gemm::blas_row_slices");
     Kokkos::parallel_for(
         "gradsum::gemm::blas_row_slices",
         Kokkos::RangePolicy<Kokkos::OpenMP>(space, 0, slices), [=](std::int64_t s) {
-          const std::int64_t r0 = blas_slice_start(s, slices, M);
-          const std::int64_t r1 = blas_slice_start(s + 1, slices, M);
-          const Scalar* a_rows = ta ? a + r0 : a + r0 * lda;  // op(A)'s rows r0..r1
-          KokkosBlas::Impl::HostBlas<Scalar>::gemm(tb_blas, ta_blas, int(N), int(r1 - r0), int(K),
-                                                   alpha, b, int(ldb), a_rows, int(lda), beta,
-                                                   c + r0 * ldc, int(ldc));
+          blas_gemm_rows(ta, tb, alpha, a, lda, b, ldb, beta, c, ldc,
+                         blas_slice_start(s, slices, M), blas_slice_start(s + 1, slices, M), N,
+                         K);
         });
     space.fence();
     Kokkos::Profiling::popRegion();
@@ -141,12 +150,9 @@ bool blas_one_call(const ExecutionSpace& space, bool ta, bool tb, Scalar alpha, 
   if constexpr (Kokkos::SpaceAccessibility<ExecutionSpace, Kokkos::HostSpace>::accessible &&
                 (std::is_same<Scalar, float>::value || std::is_same<Scalar, double>::value)) {
     if (std::max({M, N, K, lda, ldb, ldc}) > INT_MAX) return false;
-    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T.
     space.fence();
     Kokkos::Profiling::pushRegion("gradsum::gemm::blas_call");
-    KokkosBlas::Impl::HostBlas<Scalar>::gemm(tb ? 'T' : 'N', ta ? 'T' : 'N', int(N), int(M),
-                                             int(K), alpha, b, int(ldb), a, int(lda), beta, c,
-                                             int(ldc));
+    blas_gemm_rows(ta, tb, alpha, a, lda, b, ldb, beta, c, ldc, 0, M, N, K);
     Kokkos::Profiling::popRegion();
     return true;
   }
