@@ -10,7 +10,7 @@
 /// products as one single-threaded call per thread over a slice of C's
 /// rows; a row times a matrix as the BLAS's gemv: linalg/detail/host_blas.hpp);
 /// otherwise KokkosBlas::gemm (cuBLAS on Cuda).
-/// Otherwise it is gradsum's own kernel (linalg/detail/tiled_gemm.hpp):
+/// Without Kokkos Kernels it is gradsum's own kernel (linalg/detail/tiled_gemm.hpp):
 /// register-blocked tiles on host spaces, team scratch tiles elsewhere.
 
 #include <gradsum/config.hpp>
