@@ -223,6 +223,132 @@ TEST_CASE_TEMPLATE_DEFINE("FirstOrder updates exactly as the optimizer it holds"
 }
 TEST_CASE_TEMPLATE_APPLY(first_order_runtime, Spaces);
 
+namespace {
+
+// The part of an update context the elementwise optimizers read: views of
+// P parameters, their gradient and the state rows, on Space.
+template <class Space, class Scalar>
+struct BareContext {
+  using execution_space = Space;
+  using scalar_type = Scalar;
+  Kokkos::View<Scalar*, typename Space::memory_space> theta, g;
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, typename Space::memory_space> s;
+  Space space() const { return Space(); }
+  int num_parameters() const { return int(theta.extent(0)); }
+  Kokkos::RangePolicy<Space> policy() const { return {Space(), 0, num_parameters()}; }
+  auto parameters() const { return theta; }
+  auto gradient() const { return g; }
+  auto state() const { return s; }
+};
+
+// Parameters, gradients and state rows of P values each (the state's
+// values non-negative, as sums of squares are), from a seeded generator.
+template <class Scalar>
+struct ElementwiseCase {
+  std::vector<Scalar> theta, g, s0, s1;
+  explicit ElementwiseCase(int P) {
+    gradsum::detail::SplitMix64 random(std::uint64_t(P) * 7 + 3);
+    auto uniform = [&] { return Scalar(double(random.next() >> 11) * 0x1.0p-53); };
+    for (int j = 0; j < P; ++j) {
+      theta.push_back(uniform() - Scalar(0.5));
+      g.push_back(Scalar(2) * uniform() - Scalar(1));
+      s0.push_back(uniform() - Scalar(0.5));
+      s1.push_back(uniform());
+    }
+  }
+};
+
+// One update of `optimizer` on the case through the library; theta and
+// the state rows after it, on the host.
+template <class Space, class Scalar, class Optimizer>
+ElementwiseCase<Scalar> update_once(Optimizer optimizer, ElementwiseCase<Scalar> c, int rows) {
+  using Memory = typename Space::memory_space;
+  const int P = int(c.theta.size());
+  BareContext<Space, Scalar> ctx{Kokkos::View<Scalar*, Memory>("theta", P),
+                                 Kokkos::View<Scalar*, Memory>("g", P),
+                                 Kokkos::View<Scalar**, Kokkos::LayoutRight, Memory>("s", rows, P)};
+  auto theta = Kokkos::create_mirror_view(ctx.theta);
+  auto g = Kokkos::create_mirror_view(ctx.g);
+  auto s = Kokkos::create_mirror_view(ctx.s);
+  for (int j = 0; j < P; ++j) {
+    theta(j) = c.theta[std::size_t(j)];
+    g(j) = c.g[std::size_t(j)];
+    s(0, j) = rows == 2 ? c.s0[std::size_t(j)] : c.s1[std::size_t(j)];
+    if (rows == 2) s(1, j) = c.s1[std::size_t(j)];
+  }
+  Kokkos::deep_copy(ctx.theta, theta);
+  Kokkos::deep_copy(ctx.g, g);
+  Kokkos::deep_copy(ctx.s, s);
+  optimizer.update(ctx);
+  Kokkos::fence();
+  Kokkos::deep_copy(theta, ctx.theta);
+  Kokkos::deep_copy(s, ctx.s);
+  for (int j = 0; j < P; ++j) {
+    c.theta[std::size_t(j)] = theta(j);
+    if (rows == 2) {
+      c.s0[std::size_t(j)] = s(0, j);
+      c.s1[std::size_t(j)] = s(1, j);
+    } else {
+      c.s1[std::size_t(j)] = s(0, j);
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("optimizers with square roots update each parameter as the formula does",
+                          Space, elementwise_roots) {
+  // The update runs over blocks of parameters (16 on the host); 37 is two
+  // whole blocks and a partial one. Each parameter must come out with
+  // exactly the bits of its formula evaluated on its own, in the same
+  // order of operations, in float and in double.
+  auto check = [](auto zero, const auto& optimizer, int rows, const auto& formula) {
+    using Scalar = decltype(zero);
+    INFO(optimizer.name(), " in ", sizeof(Scalar) == 4 ? "float" : "double");
+    for (int P : {1, 16, 37}) {
+      INFO("P = ", P);
+      const ElementwiseCase<Scalar> start(P);
+      const auto got = update_once<Space, Scalar>(optimizer, start, rows);
+      for (int j = 0; j < P; ++j) {
+        const auto jj = std::size_t(j);
+        Scalar theta = start.theta[jj], m = start.s0[jj], v = start.s1[jj];
+        formula(theta, start.g[jj], m, v);
+        CHECK(got.theta[jj] == theta);
+        CHECK(got.s1[jj] == v);
+        if (rows == 2) CHECK(got.s0[jj] == m);
+      }
+    }
+  };
+  auto both = [&](const auto& optimizer, int rows, const auto& formula) {
+    check(0.0f, optimizer, rows, formula);
+    check(0.0, optimizer, rows, formula);
+  };
+  both(gradsum::AdaGrad{0.2, 1e-10}, 1, [](auto& t, auto g, auto&, auto& G) {
+    using S = std::decay_t<decltype(t)>;
+    G += g * g;
+    t -= S(0.2) * g / (std::sqrt(G) + S(1e-10));
+  });
+  both(gradsum::RMSProp{0.01, 0.9, 1e-8}, 1, [](auto& t, auto g, auto&, auto& s) {
+    using S = std::decay_t<decltype(t)>;
+    s = S(0.9) * s + (S(1) - S(0.9)) * g * g;
+    t -= S(0.01) * g / (std::sqrt(s) + S(1e-8));
+  });
+  gradsum::AdamW adamw;
+  adamw.lr = 0.1;
+  adamw.weight_decay = 0.5;
+  both(adamw, 2, [](auto& t, auto g, auto& m, auto& v) {
+    using S = std::decay_t<decltype(t)>;
+    // The first update: t = 1, bias corrections 1 - beta.
+    const S c1 = S(1 - std::pow(0.9, 1.0)), c2 = S(1 - std::pow(0.999, 1.0));
+    m = S(0.9) * m + (S(1) - S(0.9)) * g;
+    v = S(0.999) * v + (S(1) - S(0.999)) * g * g;
+    const S m_hat = m / c1, v_hat = v / c2;
+    t -= S(0.1) * (m_hat / (std::sqrt(v_hat) + S(1e-8)) + S(0.5) * t);
+  });
+}
+TEST_CASE_TEMPLATE_APPLY(elementwise_roots, Spaces);
+
 TEST_CASE("FirstOrder validates with its own learning rate and resumes Adam's checkpoints") {
   using Space = std::tuple_element_t<0, Spaces>;
   gradsum::FirstOrder sgd = gradsum::SGD{0.1};

@@ -23,6 +23,10 @@
 ///   AVX2, or four in the AVX2 copy); GRADSUM_SIMD_LANES_TARGET is the
 ///   target attribute of that code, and GRADSUM_SIMD_LANES_DISPATCH is
 ///   defined where it is the AVX2 copy chosen at run time.
+/// - GRADSUM_SIMD_SQRT: x86-64 host code compiled by GCC or Clang itself
+///   (SSE2 at least): the elementwise optimizers take square roots of
+///   blocks of parameters with vector instructions
+///   (optimizer/detail/parameter_blocks.hpp).
 
 #if defined(__GNUC__) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__) && \
     !defined(__SYCL_DEVICE_ONLY__)
@@ -54,6 +58,11 @@
 #define GRADSUM_SIMD_LANES_DISPATCH 1
 #define GRADSUM_SIMD_LANES_TARGET __attribute__((target("avx2,fma")))
 #endif
+#endif
+
+#if defined(__GNUC__) && defined(__SSE2__) && !defined(__CUDACC__) && !defined(__HIPCC__) && \
+    !defined(__SYCL_DEVICE_ONLY__) && !defined(__NVCOMPILER)
+#define GRADSUM_SIMD_SQRT 1
 #endif
 
 #if defined(GRADSUM_SIMD_ROW_BYTES) || defined(GRADSUM_SIMD_LANES)

@@ -7,6 +7,7 @@
 
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/optimizer/detail/checks.hpp>
+#include <gradsum/optimizer/detail/parameter_blocks.hpp>
 
 namespace gradsum {
 
@@ -33,14 +34,14 @@ struct AdaGrad {
   void update(Context& ctx) {
     using Scalar = typename Context::scalar_type;
     const Scalar step = Scalar(lr), e = Scalar(eps);
-    auto theta = ctx.parameters();
-    auto g = ctx.gradient();
-    auto s = ctx.state();
-    Kokkos::parallel_for(
-        "gradsum::optimizer::adagrad", ctx.policy(), KOKKOS_LAMBDA(int j) {
-          s(0, j) += g(j) * g(j);
-          theta(j) -= step * g(j) / (math::sqrt(s(0, j)) + e);
-        });
+    constexpr int W = detail::parameter_block_width<typename Context::execution_space>;
+    const auto apply = KOKKOS_LAMBDA(detail::ParameterBlock<Scalar, 1, W> & b) {
+      Scalar root[W];
+      for (int i = 0; i < W; ++i) root[i] = b.state[0][i] += b.g[i] * b.g[i];
+      detail::sqrt_block(root);
+      for (int i = 0; i < W; ++i) b.theta[i] -= step * b.g[i] / (root[i] + e);
+    };
+    detail::update_in_blocks<1>(ctx, "gradsum::optimizer::adagrad", apply);
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include <gradsum/core/kokkos_compat.hpp>
 #include <gradsum/optimizer/detail/checks.hpp>
+#include <gradsum/optimizer/detail/parameter_blocks.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -24,16 +25,19 @@ void adam_update(Options& o, Context& ctx, const char* label) {
                e = Scalar(o.eps), decay = Scalar(o.weight_decay);
   const Scalar c1 = Scalar(1 - std::pow(o.beta1, double(o.t)));
   const Scalar c2 = Scalar(1 - std::pow(o.beta2, double(o.t)));
-  auto theta = ctx.parameters();
-  auto g = ctx.gradient();
-  auto s = ctx.state();
-  Kokkos::parallel_for(
-      label, ctx.policy(), KOKKOS_LAMBDA(int j) {
-        s(0, j) = b1 * s(0, j) + (Scalar(1) - b1) * g(j);
-        s(1, j) = b2 * s(1, j) + (Scalar(1) - b2) * g(j) * g(j);
-        const Scalar m_hat = s(0, j) / c1, v_hat = s(1, j) / c2;
-        theta(j) -= step * (m_hat / (math::sqrt(v_hat) + e) + decay * theta(j));
-      });
+  constexpr int W = parameter_block_width<typename Context::execution_space>;
+  update_in_blocks<2>(ctx, label, KOKKOS_LAMBDA(ParameterBlock<Scalar, 2, W> & b) {
+    Scalar m_hat[W], root[W];
+    for (int i = 0; i < W; ++i) {
+      b.state[0][i] = b1 * b.state[0][i] + (Scalar(1) - b1) * b.g[i];
+      b.state[1][i] = b2 * b.state[1][i] + (Scalar(1) - b2) * b.g[i] * b.g[i];
+      m_hat[i] = b.state[0][i] / c1;
+      root[i] = b.state[1][i] / c2;
+    }
+    sqrt_block(root);
+    for (int i = 0; i < W; ++i)
+      b.theta[i] -= step * (m_hat[i] / (root[i] + e) + decay * b.theta[i]);
+  });
 }
 
 template <class Options>
