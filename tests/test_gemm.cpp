@@ -111,8 +111,8 @@ TEST_CASE_TEMPLATE_DEFINE("gemm: every transpose against a triple loop", Space, 
 }
 TEST_CASE_TEMPLATE_APPLY(gemm_products, Spaces);
 
-TEST_CASE("gemm: the BLAS's row slices start at multiples of 48 rows and cover every row once") {
-  using gradsum::detail::blas_row_slices;
+TEST_CASE("gemm: the BLAS's slices start at multiples of 48 rows and cover every row once") {
+  using gradsum::detail::blas_slices;
   using gradsum::detail::blas_slice_rows;
   using gradsum::detail::blas_slice_start;
   CHECK(blas_slice_start(1, 2, 128) == 48);  // 64 rounded to the nearest multiple
@@ -132,8 +132,37 @@ TEST_CASE("gemm: the BLAS's row slices start at multiples of 48 rows and cover e
   // Too small to cut: one call, nothing done here.
   const double a = 1, b = 1;
   double c = 0;
-  CHECK_FALSE(blas_row_slices(Kokkos::DefaultHostExecutionSpace(), false, false, 1.0, &a, 1, &b,
-                              1, 0.0, &c, 1, 1, 1, 1));
+  CHECK_FALSE(blas_slices(Kokkos::DefaultHostExecutionSpace(), false, false, 1.0, &a, 1, &b, 1,
+                          0.0, &c, 1, 1, 1, 1));
+}
+
+TEST_CASE("gemm: a product is cut into rows or columns, whichever gives its largest slice less") {
+  using gradsum::detail::blas_slicing;
+  const auto check = [](std::int64_t threads, std::int64_t M, std::int64_t N,
+                        std::int64_t slices, bool columns) {
+    INFO(threads << " threads, " << M << " x " << N);
+    const auto cut = blas_slicing(threads, M, N);
+    CHECK(cut.slices == slices);
+    if (slices > 0) CHECK(cut.columns == columns);
+  };
+  // 2048 rows: 1008 + 1040 (largest 0.508 of C); 128 columns would be
+  // 48 + 80 (0.625), 512 columns 240 + 272 (0.531).
+  check(2, 2048, 128, 2, false);
+  check(2, 2048, 512, 2, false);
+  // 128 rows: 48 + 80 (0.625); 512 columns 240 + 272: columns.
+  check(2, 128, 512, 2, true);
+  // 128 x 128: 0.625 either way, so rows.
+  check(2, 128, 128, 2, false);
+  // 384 rows: 192 + 192.
+  check(2, 384, 128, 2, false);
+  // 63 rows are one slice; 128 columns are two.
+  check(2, 63, 128, 2, true);
+  // Neither has two slices of 48: not cut.
+  check(2, 63, 95, 0, false);
+  check(1, 2048, 2048, 0, false);
+  // Four threads over 200 x 1000: rows 48, 48, 48, 56 (0.28); columns
+  // 240, 240, 288, 232 (0.288): rows.
+  check(4, 200, 1000, 4, false);
 }
 
 #if defined(GRADSUM_HOST_BLAS)
@@ -164,16 +193,19 @@ int products_in_region(const char* region, std::initializer_list<const char*> tr
 }  // namespace
 
 #if defined(GRADSUM_BLAS_ROW_SLICES)
-TEST_CASE("gemm: large products on OpenMP run as BLAS calls over slices of rows, each right") {
+TEST_CASE("gemm: large products on OpenMP run as BLAS calls over slices, each right") {
   using Space = Kokkos::OpenMP;
   if (Space().concurrency() < 2) return;  // one thread: one call
-  const char* region = "gradsum::gemm::blas_row_slices";
+  const char* region = "gradsum::gemm::blas_slices";
   // At least 2^20 multiply-adds and 96 rows: M = 96 (two slices of 48), a
-  // slice boundary rounded (517 rows), inner sizes of one and many chunks.
-  const std::int64_t sliced[][3] = {{96, 128, 128}, {517, 70, 33}, {200, 37, 300}, {150, 7, 1100}};
-  CHECK(products_in_region<Space>(region, {"NN", "TN", "NT", "TT"}, sliced) == 4 * 4 * 2);
-  // Below 2^20 multiply-adds, or fewer than 96 rows: one call.
-  const std::int64_t whole[][3] = {{200, 60, 80}, {95, 200, 100}};
+  // slice boundary rounded (517 rows), inner sizes of one and many chunks;
+  // then slices of columns: 63 rows and 300 columns, 128 rows (48 + 80)
+  // and 517 columns (240 + 277).
+  const std::int64_t sliced[][3] = {{96, 128, 128}, {517, 70, 33}, {200, 37, 300},
+                                    {150, 7, 1100}, {63, 300, 100}, {128, 517, 40}};
+  CHECK(products_in_region<Space>(region, {"NN", "TN", "NT", "TT"}, sliced) == 6 * 4 * 2);
+  // Below 2^20 multiply-adds, or fewer than 96 rows and columns: one call.
+  const std::int64_t whole[][3] = {{200, 60, 80}, {95, 95, 200}, {90, 95, 300}};
   CHECK(products_in_region<Space>(region, {"NN", "TT"}, whole) == 0);
 }
 #endif
