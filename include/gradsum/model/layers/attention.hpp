@@ -42,14 +42,6 @@
 namespace gradsum {
 namespace detail {
 
-/// Where a kernel index (window, head, row) reads and writes: the row's
-/// position in its window, the window's first row and the row itself, the
-/// head's width d and first column of Q, K and V.
-struct AttentionItem {
-  int position, d;
-  std::int64_t first, row, q, k, v;
-};
-
 /// Where a kernel index (window, head, block of rows) reads and writes:
 /// the (window, head) pair, the window's first row, the block's first
 /// position in the window and its count of rows, the head's width d and
@@ -71,15 +63,8 @@ struct AttentionShape {
   KOKKOS_FUNCTION int keys_for(int i) const { return causal ? i + 1 : length; }
   /// Queries that see key j: [j, length) when causal, all otherwise.
   KOKKOS_FUNCTION int first_query_for(int j) const { return causal ? j : 0; }
-  /// (window, head, row) pairs: the kernels' index space.
+  /// (window, head, row) triples: the rows of P, dS and delta.
   KOKKOS_FUNCTION std::int64_t items() const { return sequences * heads * length; }
-  /// The item ((window H + head) T + position) decoded.
-  KOKKOS_FUNCTION AttentionItem locate(std::int64_t item) const {
-    const int position = int(item % length), d = head_width();
-    const std::int64_t pair = item / length, q = pair % heads * d;
-    const std::int64_t first = pair / heads * length;
-    return {position, d, first, first + position, q, width + q, 2 * std::int64_t(width) + q};
-  }
   /// (window, head, block of R rows) triples: the blocked kernels' index space.
   KOKKOS_FUNCTION std::int64_t blocks(int R) const {
     return sequences * heads * ((length + R - 1) / R);
@@ -102,16 +87,6 @@ template <class Scalar>
 KOKKOS_INLINE_FUNCTION Scalar* attention_row(Scalar* p, const AttentionShape& a,
                                              std::int64_t item) {
   return p + item * a.length;
-}
-
-/// f(item, where) for every (window, head, row) of the panel, an index
-/// each, its loops over keys and columns sequential. Asynchronous.
-template <class Space, class F>
-void attention_for_each(const Space& space, const char* label, const AttentionShape& a,
-                        const F& f) {
-  Kokkos::parallel_for(
-      label, Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0, a.items()),
-      KOKKOS_LAMBDA(std::int64_t item) { f(item, a.locate(item)); });
 }
 
 /// x . y over a head's n columns: detail::row_dot's fixed order of eight
@@ -152,21 +127,27 @@ inline AttentionLayout attention_layout(const AttentionShape& a) {
 
 /// The keys and values of every (window, head) transposed into the
 /// workspace (K^T and V^T, d x T each), so that a query's scores and
-/// dO V^T are sums of rows that vectorize over the keys. Asynchronous.
+/// dO V^T are sums of rows that vectorize over the keys. One kernel index
+/// per (window, head, column c): it writes row c of K^T and of V^T whole,
+/// the pair's keys and values staying in its core's cache for the next
+/// column, where an index per token row wrote d values T apart. Asynchronous.
 template <class Space, class In, class Scalar>
 void attention_transpose(const Space& space, const AttentionShape& a, const In& in, Scalar* work) {
   const AttentionLayout l = attention_layout(a);
-  attention_for_each(
-      space, "gradsum::layer::attention::transpose", a,
-      KOKKOS_LAMBDA(std::int64_t item, const AttentionItem& at) {
-        const std::int64_t base = (item - at.position) * at.d;  // the pair's d x T block
-        Scalar* kt = work + l.keys + base + at.position;
-        Scalar* vt = work + l.values + base + at.position;
-        const Scalar* k = &in(at.row, at.k);
-        const Scalar* v = &in(at.row, at.v);
-        for (int c = 0; c < at.d; ++c) {
-          kt[c * a.length] = k[c];
-          vt[c * a.length] = v[c];
+  const int d = a.head_width();
+  Kokkos::parallel_for(
+      "gradsum::layer::attention::transpose",
+      Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(space, 0,
+                                                                   a.sequences * a.heads * d),
+      KOKKOS_LAMBDA(std::int64_t index) {
+        const std::int64_t pair = index / d;  // window H + head
+        const std::int64_t first = pair / a.heads * a.length;
+        const std::int64_t k = a.width + pair % a.heads * d + index % d, v = k + a.width;
+        Scalar* kt = work + l.keys + index * a.length;  // row c of the pair's d x T block
+        Scalar* vt = work + l.values + index * a.length;
+        for (int t = 0; t < a.length; ++t) {
+          kt[t] = in(first + t, k);
+          vt[t] = in(first + t, v);
         }
       });
 }
