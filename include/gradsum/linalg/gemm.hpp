@@ -82,8 +82,8 @@ void gemm(const ExecutionSpace& space, char transa, char transb,
     const auto lda = std::int64_t(A.stride(0)), ldb = std::int64_t(B.stride(0));
     if (detail::blas_row_vector(space, ta, tb, alpha, A.data(), B.data(), ldb, beta, C.data(), M,
                                 N, K) ||
-        detail::blas_slices(space, ta, tb, alpha, A.data(), lda, B.data(), ldb, beta,
-                                C.data(), std::int64_t(C.stride(0)), M, N, K) ||
+        detail::blas_slices(space, ta, tb, alpha, A.data(), lda, B.data(), ldb, beta, C.data(),
+                            std::int64_t(C.stride(0)), M, N, K) ||
         detail::blas_one_call(space, ta, tb, alpha, A.data(), lda, B.data(), ldb, beta, C.data(),
                               std::int64_t(C.stride(0)), M, N, K))
       return;
