@@ -136,7 +136,7 @@ TEST_CASE("gemm: the BLAS's slices start at multiples of 48 rows and cover every
                           0.0, &c, 1, 1, 1, 1));
 }
 
-TEST_CASE("gemm: a product is cut into rows or columns, whichever gives its largest slice less") {
+TEST_CASE("gemm: a product is cut into columns where its largest slice is clearly less, else rows") {
   using gradsum::detail::blas_slicing;
   const auto check = [](std::int64_t threads, std::int64_t M, std::int64_t N,
                         std::int64_t slices, bool columns) {
@@ -155,6 +155,13 @@ TEST_CASE("gemm: a product is cut into rows or columns, whichever gives its larg
   check(2, 128, 128, 2, false);
   // 384 rows: 192 + 192.
   check(2, 384, 128, 2, false);
+  // 2048 rows 0.508, 384 columns 192 + 192 (0.5): columns are not a tenth
+  // better, so rows.
+  check(2, 2048, 384, 2, false);
+  // 528 rows: 288 + 240 (0.545); 96 columns 48 + 48 (0.5), not below
+  // 0.9 x 0.545 = 0.491: rows. 144 rows: 48 + 96 (0.667); 0.5 < 0.6: columns.
+  check(2, 528, 96, 2, false);
+  check(2, 144, 96, 2, true);
   // 63 rows are one slice; 128 columns are two.
   check(2, 63, 128, 2, true);
   // Neither has two slices of 48: not cut.
