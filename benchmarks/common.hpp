@@ -74,6 +74,17 @@ inline const char* simd_name() {
 #endif
 }
 
+/// The kernel set OpenBLAS runs ("Haswell", "Cooperlake", ...: what
+/// OPENBLAS_CORETYPE names, else what OpenBLAS detected), or "not OpenBLAS"
+/// where the BLAS linked is another or none. The products' speed depends
+/// on it more than on anything gradsum chooses.
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
+inline std::string blas_core() {
+  if (openblas_get_corename == nullptr) return "not OpenBLAS";
+  const char* name = openblas_get_corename();
+  return name != nullptr ? name : "unknown";
+}
+
 /// Reports nothing: ranks other than 0 run the same benchmarks silently.
 class Quiet : public benchmark::BenchmarkReporter {
  public:
@@ -97,6 +108,7 @@ int run(int argc, char** argv, const Register& register_all) {
 #endif
   benchmark::AddCustomContext("gradsum_simd", simd_name());
   benchmark::AddCustomContext("gradsum_gemm", GRADSUM_GEMM);
+  benchmark::AddCustomContext("blas_core", blas_core());
   std::vector<char*> args(argv, argv + argc);
   if (environment.rank() != 0)
     args.erase(std::remove_if(args.begin() + 1, args.end(),

@@ -16,6 +16,7 @@ validation loss over every window at stride context of the last tenth of
 the text. Not a test: a measurement beside gradsum's.
 """
 import argparse
+import ctypes
 import math
 import statistics
 import time
@@ -23,6 +24,21 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+
+def blas_core():
+    """The kernel set of the OpenBLAS this process loaded (what bench_gpt
+    reports as blas_core), or why it is not known."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
+    for path in sorted(paths):
+        try:
+            corename = ctypes.CDLL(path).openblas_get_corename
+        except (OSError, AttributeError):
+            continue
+        corename.restype = ctypes.c_char_p
+        return corename().decode()
+    return "not OpenBLAS"
 
 
 class Block(nn.Module):
@@ -113,7 +129,8 @@ def main():
 
     parameters = sum(p.numel() for p in model.parameters())
     print(f"gpt_torch: torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"vocabulary {len(chars)}, {parameters} parameters, batch {o.batch} x {o.context}")
+          f"vocabulary {len(chars)}, {parameters} parameters, batch {o.batch} x {o.context}, "
+          f"BLAS core {blas_core()}")
     if o.train_steps > 0:
         for s in range(o.train_steps):
             loss = step()
