@@ -37,7 +37,8 @@ def blas_core():
         except (OSError, AttributeError):
             continue
         corename.restype = ctypes.c_char_p
-        return corename().decode()
+        name = corename()
+        return name.decode() if name else "unknown"
     return "not OpenBLAS"
 
 
